@@ -1,0 +1,266 @@
+"""The agents' tools and the per-question state they fill in.
+
+A :class:`Toolbox` is made fresh for every question, so tools never share state between questions
+or threads. Its methods are the tools; their docstrings are what the agent reads. Each tool
+enforces its own budget and answers with an observation string, never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from programs.retriever import TableRetriever, render_hits
+from programs.source import DataSource
+from programs.validator import SQLValidator, ValidationResult, clean_sql
+from signatures import LLMJudgeOutput
+
+ACCEPT_SCORE = 0.7
+LOW_SCORE = 0.5
+FAILED_VALIDATION_CAP = 0.3
+# (lowest judge score, confidence band) — the seeds' confidence table for a structurally valid query.
+CONFIDENCE_BANDS = [(0.9, (0.9, 1.0)), (0.7, (0.7, 0.9)), (0.5, (0.5, 0.7)), (0.0, (0.3, 0.5))]
+
+
+@dataclass
+class Limits:
+    """Per-question budgets (the seeds' Configuration defaults)."""
+
+    max_iterations: int = 10
+    max_retrieval_calls: int = 3
+    max_validation_attempts: int = 4
+    max_judge_calls: int = 3
+
+
+@dataclass
+class AgentState:
+    """What happened while answering one question (V1)."""
+
+    question: str
+    iteration: int = 0
+    retrieved_tables: list[str] = field(default_factory=list)
+    generated_queries: list[str] = field(default_factory=list)
+    validation_results: list[ValidationResult] = field(default_factory=list)
+    reasoning_trace: list[dict[str, Any]] = field(default_factory=list)
+    final_answer: dict[str, Any] | None = None
+    retrieval_calls: int = 0
+    validation_attempts: int = 0
+
+    def validation_of(self, sql: str) -> ValidationResult | None:
+        """The latest validation of exactly this (cleaned) query, if any."""
+        return next((v for v in reversed(self.validation_results) if v.sql == sql), None)
+
+
+@dataclass
+class AgentStateV2(AgentState):
+    """V1's state plus the judge's record."""
+
+    judge_results: list[LLMJudgeOutput] = field(default_factory=list)
+    judged_queries: list[str] = field(default_factory=list)
+    judge_calls: int = 0
+    judge_scores: list[float] = field(default_factory=list)
+    judge_errors: list[str] = field(default_factory=list)
+    semantic_corrections: int = 0
+
+    @property
+    def judge_degraded(self) -> bool:
+        """True once the judge LM failed: from then on the agent behaves as V1."""
+        return bool(self.judge_errors)
+
+    def judge_of(self, sql: str) -> LLMJudgeOutput | None:
+        return next((r for q, r in zip(reversed(self.judged_queries), reversed(self.judge_results)) if q == sql), None)
+
+    def judge_should_stop(self, max_calls: int) -> bool:
+        """The seeds' loop prevention: stop at the budget, or when the last score did not improve."""
+        if self.judge_calls >= max_calls:
+            return True
+        return len(self.judge_scores) >= 2 and self.judge_scores[-1] <= self.judge_scores[-2]
+
+
+def combined_confidence(agent_confidence: float, validation: ValidationResult | None, judge_score: float | None) -> float:
+    """The answer's confidence.
+
+    V1 (no judge score): the agent's own confidence, capped at 0.3 unless the query validated.
+    V2: ``0.4 * agent + 0.6 * judge``, kept inside the seeds' band for that judge score when the
+    query validated, and capped at 0.3 when it did not.
+    """
+    agent_confidence = min(1.0, max(0.0, agent_confidence))
+    valid = validation is not None and validation.valid
+    if judge_score is None:
+        return agent_confidence if valid else min(agent_confidence, FAILED_VALIDATION_CAP)
+    combined = 0.4 * agent_confidence + 0.6 * judge_score
+    if not valid:
+        return min(combined, FAILED_VALIDATION_CAP)
+    low, high = next(band for floor, band in CONFIDENCE_BANDS if judge_score >= floor)
+    return min(high, max(low, combined))
+
+
+def format_judge_observation(verdict: LLMJudgeOutput, validation: ValidationResult | None) -> str:
+    """The judge's verdict as the agent sees it: status, score bar, issues, suggestions, reasoning."""
+    status = "CORRECT" if verdict.is_correct and verdict.correctness_score >= ACCEPT_SCORE else "NEEDS IMPROVEMENT"
+    filled = int(round(verdict.correctness_score * 10))
+    lines = [
+        f"Semantic evaluation: {status}",
+        f"Score: [{'#' * filled}{'.' * (10 - filled)}] {verdict.correctness_score:.0%}",
+        "Issues: " + ("; ".join(verdict.issues) or "none"),
+        "Suggestions: " + ("; ".join(verdict.suggestions) or "none"),
+        f"Reasoning: {verdict.reasoning or '(none given)'}",
+    ]
+    if validation is not None and validation.valid and verdict.correctness_score < LOW_SCORE:
+        lines.append(
+            "The query is structurally valid but does not answer the question. Re-read the question, "
+            "check every filter and its value, and check that you used the right table."
+        )
+    elif verdict.correctness_score >= ACCEPT_SCORE:
+        lines.append("Both validations passed: submit this query.")
+    return "\n".join(lines)
+
+
+class Toolbox:
+    """The tools of one question. ``judge`` is None for V1."""
+
+    def __init__(
+        self,
+        state: AgentState,
+        source: DataSource,
+        retriever: TableRetriever,
+        validator: SQLValidator,
+        limits: Limits,
+        *,
+        top_k: int = 5,
+        judge: Callable[[str, str, str], LLMJudgeOutput] | None = None,
+    ):
+        self.state = state
+        self.source = source
+        self.retriever = retriever
+        self.validator = validator
+        self.limits = limits
+        self.top_k = top_k
+        self.judge = judge
+        self.agent_explanation = ""
+        self.agent_confidence = 0.5
+
+    def tools(self) -> list[dspy.Tool]:
+        """This question's tools, in the order the agent's instructions list them."""
+        funcs = [self.retrieve_tables, self.validate_sql]
+        if self.judge is not None:
+            funcs.append(self.llm_judge_evaluate)
+        funcs.append(self.submit_answer)
+        return [dspy.Tool(f) for f in funcs]
+
+    def retrieve_tables(self, query: str, top_k: int = 5) -> str:
+        """Search the database for tables relevant to `query` (words about the data you need).
+        Returns CREATE TABLE schemas with relevance scores, plus tables needed to join them.
+        Use it when the schemas you have lack a table or column the question needs."""
+        state = self.state
+        if state.retrieval_calls >= self.limits.max_retrieval_calls:
+            return (
+                f"Retrieval limit reached ({self.limits.max_retrieval_calls} calls). "
+                "Work with the tables you already have."
+            )
+        state.retrieval_calls += 1
+        hits = self.retriever.search(str(query), max(1, min(int(top_k or self.top_k), 10)))
+        for hit in hits:
+            if hit.name not in state.retrieved_tables:
+                state.retrieved_tables.append(hit.name)
+        return render_hits(self.source.catalog, hits)
+
+    def validate_sql(self, query: str) -> str:
+        """Check a SQL query before submitting it: syntax, that every table and column exists
+        (with 'did you mean' suggestions and the real columns), that it only reads data,
+        and that it runs on the database. Call it with your full query."""
+        result = self._validate(query)
+        return result.render() if isinstance(result, ValidationResult) else result
+
+    def llm_judge_evaluate(self, query: str, explanation: str = "") -> str:
+        """Ask an impartial judge whether `query` actually answers the question (right tables,
+        filters, grouping, ordering). Use it after validate_sql passes. Returns a score,
+        the issues found and how to fix them."""
+        state = self.state
+        assert isinstance(state, AgentStateV2) and self.judge is not None
+        sql = clean_sql(str(query))
+        validation = state.validation_of(sql)
+        if validation is None or not validation.valid:
+            return "Fix structural issues first: call validate_sql with this query and make it pass."
+        if state.judge_degraded:
+            return "The judge is unavailable; rely on validate_sql and submit when it passes."
+        if state.judge_should_stop(self.limits.max_judge_calls):
+            return (
+                "Judge limit reached or the score stopped improving. "
+                "Submit your best query now with submit_answer."
+            )
+        verdict = self._judge(sql, str(explanation or self.agent_explanation))
+        if verdict is None:
+            return "The judge is unavailable; rely on validate_sql and submit when it passes."
+        return format_judge_observation(verdict, validation)
+
+    def submit_answer(self, query: str, explanation: str, confidence: float) -> str:
+        """Submit the final SQL query with a one-sentence explanation and your confidence (0.0-1.0).
+        The query is validated once more; an invalid query is sent back with its errors."""
+        state = self.state
+        sql = clean_sql(str(query))
+        validation = state.validation_of(sql) or self._validate(sql)
+        if not isinstance(validation, ValidationResult):
+            validation = None
+        if validation is not None and not validation.valid and self._validation_budget_left():
+            return "Submission refused, the query is invalid:\n" + validation.render()
+        try:
+            agent_confidence = float(confidence)
+        except (TypeError, ValueError):
+            agent_confidence = self.agent_confidence
+        judge_score = None
+        if isinstance(state, AgentStateV2) and validation is not None and validation.valid:
+            verdict = state.judge_of(sql)
+            if verdict is None and not state.judge_degraded and not state.judge_should_stop(self.limits.max_judge_calls):
+                verdict = self._judge(sql, str(explanation))
+            judge_score = None if verdict is None else verdict.correctness_score
+        state.final_answer = {
+            "query": sql,
+            "explanation": str(explanation or self.agent_explanation),
+            "confidence": combined_confidence(agent_confidence, validation, judge_score),
+            "agent_confidence": agent_confidence,
+            "judge_score": judge_score,
+            "valid": bool(validation and validation.valid),
+        }
+        return "Answer submitted."
+
+    def _validation_budget_left(self) -> bool:
+        return self.state.validation_attempts < self.limits.max_validation_attempts
+
+    def _validate(self, query: str) -> ValidationResult | str:
+        state = self.state
+        sql = clean_sql(str(query))
+        known = state.validation_of(sql)
+        if known is not None:
+            return known
+        if not self._validation_budget_left():
+            return (
+                f"Validation limit reached ({self.limits.max_validation_attempts} attempts). "
+                "Submit your best valid query now."
+            )
+        state.validation_attempts += 1
+        result = self.validator.validate(sql)
+        state.validation_results.append(result)
+        state.generated_queries.append(result.sql)
+        if isinstance(state, AgentStateV2) and state.judge_scores and state.judge_scores[-1] < ACCEPT_SCORE:
+            state.semantic_corrections += 1  # a new query written after the judge found fault
+        return result
+
+    def _judge(self, sql: str, explanation: str) -> LLMJudgeOutput | None:
+        state = self.state
+        assert isinstance(state, AgentStateV2) and self.judge is not None
+        state.judge_calls += 1
+        try:
+            validation = state.validation_of(sql)
+            tables = validation.tables if validation and validation.tables else state.retrieved_tables
+            verdict = self.judge(state.question, sql, self.source.catalog.render(tables), explanation)
+        except Exception as exc:  # any judge failure degrades V2 to V1, recorded in the result
+            state.judge_errors.append(f"{type(exc).__name__}: {exc}")
+            return None
+        state.judge_results.append(verdict)
+        state.judged_queries.append(sql)
+        state.judge_scores.append(verdict.correctness_score)
+        return verdict

@@ -1,0 +1,96 @@
+"""What every text-to-SQL program shares: its database, its LMs, and the shape of its answer.
+
+A program answers ``forward(question, db_id=None, db_path=None)`` with a ``dspy.Prediction``
+(usable by ``dspy.Evaluate`` and the optimizers) and ``run(question)`` with the same as a plain
+dict. Subclasses implement :meth:`Text2SQLProgram.answer`; this class validates the question,
+opens the database, sets the LM, meters calls, tokens and cost, and times the call.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from programs.errors import ConfigurationError, QuestionError
+from programs.llm.factory import build_lm
+from programs.retriever import make_retriever, render_hits
+from programs.source import DataSource, open_source
+from programs.usage import metered
+
+MAX_QUESTION_CHARS = 4000
+
+
+class Text2SQLProgram(dspy.Module):
+    """Base class. ``db_path`` is the default database; ``forward`` may name another per call."""
+
+    def __init__(
+        self,
+        db_path: Path | str | None = None,
+        *,
+        schema_path: Path | str | None = None,
+        retrieval_type: str = "semantic",
+        top_k: int = 5,
+        model_id: str | None = None,
+        lm: dspy.LM | None = None,
+    ):
+        super().__init__()
+        self.db_path = None if db_path is None else Path(db_path)
+        self.schema_path = None if schema_path is None else Path(schema_path)
+        self.retrieval_type = retrieval_type
+        self.top_k = top_k
+        self.model_id = model_id
+        self._lm = lm
+        if self.db_path is not None:
+            self.source()  # fail at construction on a missing database or a malformed schema
+
+    @property
+    def lm(self) -> dspy.LM:
+        """The agent's LM: the one given, else ``dspy.settings.lm``, else built from ``model_id``/env."""
+        if self._lm is None:
+            self._lm = dspy.settings.lm if (self.model_id is None and dspy.settings.lm) else build_lm(self.model_id)
+        return self._lm
+
+    def source(self, db_path: Path | str | None = None) -> DataSource:
+        path = db_path or self.db_path
+        if path is None:
+            raise ConfigurationError("no database given: pass db_path=... to the program or to the call.")
+        return open_source(path, self.schema_path)
+
+    def retrieve(self, source: DataSource, query: str) -> tuple[list[str], str]:
+        """Top-k table names for ``query`` and their rendered schemas."""
+        hits = make_retriever(source.catalog, self.retrieval_type).search(query, self.top_k)
+        return [h.name for h in hits], render_hits(source.catalog, hits)
+
+    def forward(self, question: str, db_id: str | None = None, db_path: str | None = None) -> dspy.Prediction:
+        question = check_question(question)
+        source = self.source(db_path)
+        start = time.perf_counter()
+        with dspy.context(lm=self.lm), metered() as usage:
+            fields = self.answer(question, source)
+        fields.update(usage.to_dict())
+        fields["latency_s"] = time.perf_counter() - start
+        return dspy.Prediction(**fields)
+
+    def run(self, question: str, db_path: Path | str | None = None) -> dict[str, Any]:
+        """Answer ``question``; the dict has ``query``, ``explanation``, ``confidence``, ``judge_score``,
+        ``reasoning_steps`` and the per-question metrics (calls, tokens, cost, latency)."""
+        return dict(self(question=question, db_path=None if db_path is None else str(db_path)).items())
+
+    def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+        """Subclasses: the answer's fields (at least ``query``, ``explanation``, ``confidence``)."""
+        raise NotImplementedError
+
+
+def check_question(question: Any) -> str:
+    """The question, stripped; :class:`QuestionError` if it is empty or too long to be a question."""
+    if not isinstance(question, str) or not question.strip():
+        raise QuestionError("the question is empty. Ask something about the data, e.g. 'How many users are blocked?'")
+    question = question.strip()
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionError(
+            f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
+        )
+    return question

@@ -1,0 +1,41 @@
+"""The baseline: one drafting call over the retrieved schemas, no loop. Every agent is compared with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from programs.base import Text2SQLProgram
+from programs.source import DataSource
+from programs.validator import clean_sql
+from signatures import DraftSQL
+
+
+class Baseline(Text2SQLProgram):
+    """Retrieve the top-k tables, draft once, return the draft."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.draft = dspy.Predict(DraftSQL)
+
+    def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+        tables, schemas = self.retrieve(source, question)
+        draft = self.draft(question=question, table_schemas=schemas)
+        return {
+            "query": clean_sql(draft.sql or ""),
+            "explanation": draft.explanation or "",
+            "confidence": clamp01(draft.confidence),
+            "judge_score": None,
+            "retrieved_tables": tables,
+            "reasoning_steps": [{"step": "draft", "tables": tables, "sql": draft.sql}],
+        }
+
+
+def clamp01(value: Any) -> float:
+    """``value`` as a float in [0, 1]; 0.0 when it is not a number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return min(1.0, max(0.0, number)) if number == number else 0.0

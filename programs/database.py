@@ -1,0 +1,123 @@
+"""Read-only query execution behind a small interface.
+
+:class:`Database` is what programs, tools and metrics use to run SQL. :class:`SQLiteDatabase` is
+the default and only backend today; another engine (DuckDB, Postgres through SQLAlchemy) plugs in
+by implementing the same two members.
+
+SQLite is guarded three ways, so that no generated query can write:
+the file is opened with ``mode=ro``, the connection sets ``PRAGMA query_only``, and an authorizer
+denies every action but reading (no ATTACH, no PRAGMA, no writes, no extension loading).
+A progress handler enforces a wall-clock timeout per query, and rows are capped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from programs.catalog import connect_readonly
+
+DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_MAX_ROWS = 1000
+
+_ALLOWED_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+}
+_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Outcome of one query: rows on success, else ``error`` (never both)."""
+
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple] = field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+    timed_out: bool = False
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Database(Protocol):
+    """A database that runs one read-only query at a time and never raises for a bad query."""
+
+    dialect: str
+
+    def execute(self, sql: str, *, timeout_s: float = ..., max_rows: int = ...) -> QueryResult: ...
+
+
+class SQLiteDatabase:
+    """A SQLite file opened read-only. Safe to share between threads (one connection per thread)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path | str, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS):
+        self.path = Path(path)
+        self.timeout_s = timeout_s
+        self.max_rows = max_rows
+        self._local = threading.local()
+        connect_readonly(self.path).close()  # fail now, with a clear message, if the file is unusable
+
+    def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> QueryResult:
+        """Run ``sql`` read-only. Errors, denials and timeouts come back in :attr:`QueryResult.error`."""
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        cap = self.max_rows if max_rows is None else max_rows
+        conn = self._connection()
+        deadline = time.monotonic() + timeout
+        timed_out = False
+
+        def check_deadline() -> int:
+            nonlocal timed_out
+            timed_out = time.monotonic() > deadline
+            return 1 if timed_out else 0
+
+        start = time.perf_counter()
+        conn.set_progress_handler(check_deadline, 10_000)
+        try:
+            cursor = conn.execute(sql)
+            rows = cursor.fetchmany(cap + 1)
+            columns = [d[0] for d in cursor.description or []]
+            cursor.close()
+        except (sqlite3.Error, ValueError, OverflowError, MemoryError) as exc:
+            message = f"query timed out after {timeout:g}s" if timed_out else f"{type(exc).__name__}: {exc}"
+            return QueryResult(error=message, timed_out=timed_out, elapsed_s=time.perf_counter() - start)
+        finally:
+            conn.set_progress_handler(None, 0)
+            if conn.in_transaction:
+                conn.rollback()
+        return QueryResult(
+            columns=columns,
+            rows=[tuple(r) for r in rows[:cap]],
+            truncated=len(rows) > cap,
+            elapsed_s=time.perf_counter() - start,
+        )
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect_readonly(self.path)
+            conn.set_authorizer(_authorize)
+            self._local.conn = conn
+        return conn
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
+
+
+def open_database(path: Path | str, **options: float | int) -> SQLiteDatabase:
+    """Open the database at ``path`` read-only (SQLite today, chosen by file)."""
+    return SQLiteDatabase(path, **options)

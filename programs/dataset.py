@@ -1,0 +1,87 @@
+"""Spider-format datasets as ``dspy.Example`` lists.
+
+A Spider-format folder holds ``<split>.json`` files of ``{"db_id", "question", "query"}`` records
+and ``database/<db_id>/<db_id>.sqlite``. The bundled ``data/`` folder and a Spider or BIRD
+download load the same way. Each example has inputs ``question`` and ``db_id``, plus ``db_path``
+(resolved, absolute) and ``gold_sql``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import dspy
+
+from programs.errors import ConfigurationError, DatabaseError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_DATA = REPO_ROOT / "data"
+BUNDLED_SCHEMAS = REPO_ROOT / "schemas"
+BUNDLED_DB_ID = "saas"
+HUB_SPIDER = "xlangai/spider"
+
+
+def database_path(data_dir: Path, db_id: str) -> Path:
+    """Where a Spider-format folder keeps ``db_id``'s SQLite file (building the bundled one if absent)."""
+    path = Path(data_dir) / "database" / db_id / f"{db_id}.sqlite"
+    if not path.is_file() and db_id == BUNDLED_DB_ID and Path(data_dir).resolve() == BUNDLED_DATA:
+        ensure_bundled_database()
+    if not path.is_file():
+        raise DatabaseError(f"database for db_id {db_id!r} not found at {path}.")
+    return path.resolve()
+
+
+def ensure_bundled_database() -> Path:
+    """Build ``data/database/saas/saas.sqlite`` from ``schemas/saas`` if it is not there yet."""
+    target = BUNDLED_DATA / "database" / BUNDLED_DB_ID / f"{BUNDLED_DB_ID}.sqlite"
+    if target.is_file():
+        return target
+    spec = importlib.util.spec_from_file_location("build_database", BUNDLED_DATA / "build_database.py")
+    if spec is None or spec.loader is None:
+        raise DatabaseError(f"cannot find the database builder {BUNDLED_DATA / 'build_database.py'}.")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.build_database(target))
+
+
+def load_split(data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limit: int | None = None) -> list[dspy.Example]:
+    """Read ``<data_dir>/<split>.json`` with HF ``datasets``; the first ``limit`` records if given."""
+    from datasets import load_dataset  # heavy import, kept off the CLI's start-up path
+
+    folder = Path(data_dir)
+    file = folder / f"{split}.json"
+    if not file.is_file():
+        available = sorted(p.stem for p in folder.glob("*.json") if p.stem != "tables")
+        raise ConfigurationError(
+            f"no split {split!r} in {folder} (expected {file}). Available splits: {', '.join(available) or 'none'}."
+        )
+    records = load_dataset("json", data_files=str(file), split="train")
+    if limit is not None:
+        records = records.select(range(min(limit, len(records))))
+    return [_to_example(folder, r["db_id"], r["question"], r["query"]) for r in records]
+
+
+def load_spider_from_hub(split: str = "validation", *, limit: int | None = None) -> list[dspy.Example]:
+    """Spider from the Hugging Face hub (online users only; needs the databases downloaded separately).
+
+    Examples carry ``db_id`` but no ``db_path``: pass ``--data`` pointing at a local Spider folder to run them.
+    """
+    from datasets import load_dataset
+
+    records = load_dataset(HUB_SPIDER, split=split)
+    if limit is not None:
+        records = records.select(range(min(limit, len(records))))
+    return [
+        dspy.Example(question=r["question"], db_id=r["db_id"], gold_sql=r["query"]).with_inputs("question", "db_id")
+        for r in records
+    ]
+
+
+def _to_example(folder: Path, db_id: str, question: str, query: str) -> dspy.Example:
+    return dspy.Example(
+        question=question,
+        db_id=db_id,
+        db_path=str(database_path(folder, db_id)),
+        gold_sql=query,
+    ).with_inputs("question", "db_id", "db_path")

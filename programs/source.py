@@ -1,0 +1,66 @@
+"""A database paired with its catalog: what every program needs to answer questions about it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from programs.catalog import Catalog, introspect_sqlite, load_schema_dir
+from programs.database import Database, open_database
+from programs.dataset import BUNDLED_SCHEMAS
+from programs.errors import SchemaFileError
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A read-only database and the catalog describing it (with sample values)."""
+
+    db_id: str
+    catalog: Catalog
+    database: Database
+
+
+_cache: dict[tuple[str, str | None], DataSource] = {}
+_lock = threading.Lock()
+
+
+def open_source(db_path: Path | str, schema_dir: Path | str | None = None) -> DataSource:
+    """Open ``db_path`` read-only and describe it, once per process for each (path, schema folder).
+
+    The catalog comes from ``schema_dir`` if given, else from ``schemas/<db_id>`` when the project
+    ships one, else from introspecting the database. A schema folder that names tables or columns
+    the database lacks raises :class:`SchemaFileError`.
+    """
+    path = Path(db_path).resolve()
+    db_id = path.stem
+    if schema_dir is None and (BUNDLED_SCHEMAS / db_id).is_dir():
+        schema_dir = BUNDLED_SCHEMAS / db_id
+    key = (str(path), None if schema_dir is None else str(Path(schema_dir).resolve()))
+    with _lock:
+        if key not in _cache:
+            database = open_database(path)
+            actual = introspect_sqlite(path, db_id)
+            catalog = actual if schema_dir is None else load_schema_dir(Path(schema_dir), db_id)
+            if schema_dir is not None:
+                check_agreement(catalog, actual)
+            _cache[key] = DataSource(db_id, catalog.with_samples(path), database)
+        return _cache[key]
+
+
+def check_agreement(declared: Catalog, actual: Catalog) -> None:
+    """Raise :class:`SchemaFileError` listing every declared table or column the database lacks."""
+    problems = []
+    for table in declared.tables:
+        real = actual.table(table.name)
+        if real is None:
+            problems.append(f"table {table.name} is not in the database")
+            continue
+        missing = [c.name for c in table.columns if real.column(c.name) is None]
+        if missing:
+            problems.append(f"{table.name} lacks column(s) {', '.join(missing)}")
+    if problems:
+        raise SchemaFileError(
+            f"schema files disagree with database {actual.db_id}: {'; '.join(problems)}. "
+            "Fix the schema files or point at the right database."
+        )
