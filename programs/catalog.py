@@ -27,13 +27,13 @@ SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class Column(BaseModel):
-    """One column. ``references`` is ``"table.column"`` for a foreign key."""
+    """One column. ``references`` is ``"table.column"`` for a foreign key; columns are NOT NULL unless ``nullable``."""
 
     name: str
     type: str = "TEXT"
     description: str = ""
     primary_key: bool = False
-    nullable: bool = True
+    nullable: bool = False
     unique: bool = False
     references: str | None = None
     samples: list[str | int | float] = Field(default_factory=list)
@@ -265,6 +265,7 @@ def load_spider_tables(tables_json: Path, db_id: str) -> Catalog:
                 type=entry["column_types"][index].upper(),
                 description=_unless_same(entry["column_names"][index][1], col_name),
                 primary_key=index in pks,
+                nullable=index not in pks,
                 references=ref,
             )
         )

