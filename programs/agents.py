@@ -19,7 +19,6 @@ from dspy.utils.exceptions import ContextWindowExceededError
 from programs.agent_tools import ACCEPT_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
 from programs.base import Text2SQLProgram
 from programs.baseline import clamp01
-from programs.llm.factory import build_lm
 from programs.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
 from programs.retriever import make_retriever
 from programs.source import DataSource
@@ -207,12 +206,18 @@ class ReActAgentV2(ReActAgent):
     def judge_lm(self) -> dspy.LM:
         """The judge's LM: the one given, else built from ``judge_model_id``/env (defaults to the agent's model)."""
         if self._judge_lm is None:
+            from programs.llm.factory import build_lm
+
             explicit = self.judge_model_id or None
             self._judge_lm = build_lm(explicit, role="judge") if explicit or _judge_env_set() else self.lm
         return self._judge_lm
 
     def _judge_budget(self) -> int:
         return self.max_judge_calls
+
+    def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+        _ = self.judge_lm  # a misconfigured judge (bad model string, missing key) is an error, not a degradation
+        return super().answer(question, source)
 
     def _judge_fn(self) -> Any:
         return self.evaluate_sql

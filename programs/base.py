@@ -15,7 +15,6 @@ from typing import Any
 import dspy
 
 from programs.errors import ConfigurationError, QuestionError
-from programs.llm.factory import build_lm
 from programs.retriever import make_retriever, render_hits
 from programs.source import DataSource, open_source
 from programs.usage import metered
@@ -50,6 +49,8 @@ class Text2SQLProgram(dspy.Module):
     def lm(self) -> dspy.LM:
         """The agent's LM: the one given, else ``dspy.settings.lm``, else built from ``model_id``/env."""
         if self._lm is None:
+            from programs.llm.factory import build_lm
+
             self._lm = dspy.settings.lm if (self.model_id is None and dspy.settings.lm) else build_lm(self.model_id)
         return self._lm
 

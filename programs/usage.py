@@ -1,7 +1,8 @@
 """LM calls, tokens and cost of one question or one run, per model.
 
-:func:`metered` wraps any block of DSPy calls; every LM call made inside it, on this thread,
-is counted through DSPy's own usage tracker. Prices come from :mod:`programs.llm.pricing`.
+:func:`metered` wraps any block of DSPy calls. Inside it, on this thread, a DSPy callback counts
+every LM call and DSPy's own usage tracker sums the tokens the LM reports. Prices come from
+:mod:`programs.llm.pricing`.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import dspy
+from dspy.utils.callback import BaseCallback
 from dspy.utils.usage_tracker import UsageTracker, track_usage
 
 from programs.llm.pricing import cost_usd
@@ -84,12 +87,27 @@ class Usage:
         return result
 
 
+class _CallCounter(BaseCallback):
+    """Counts LM calls per model name (also for LMs that report no token usage)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        model = str(getattr(instance, "model", "unknown"))
+        self.calls[model] = self.calls.get(model, 0) + 1
+
+
 @contextmanager
 def metered() -> Iterator[Usage]:
     """Count the LM calls made inside the block; the yielded :class:`Usage` is filled in on exit."""
     usage = Usage()
-    with dspy.context(track_usage=True), track_usage() as tracker:
+    counter = _CallCounter()
+    callbacks = [*dspy.settings.get("callbacks", []), counter]
+    with dspy.context(track_usage=True, callbacks=callbacks), track_usage() as tracker:
         try:
             yield usage
         finally:
             usage.merge(Usage.from_tracker(tracker))
+            for model, calls in counter.calls.items():
+                usage.by_model.setdefault(model, ModelUsage()).calls = calls

@@ -34,16 +34,19 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.optimizer.scope import Scope, ScopeType, traverse_scope, walk_in_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 from sqlglot.tokens import TokenType
 
 from programs.catalog import Catalog
 from programs.database import Database
 
-__all__ = ["ValidationResult", "SQLValidator", "clean_sql", "MAX_QUERY_CHARS", "MAX_NESTING"]
+__all__ = ["ValidationResult", "SQLValidator", "clean_sql", "MAX_QUERY_CHARS", "MAX_TOKENS", "MAX_NESTING"]
 
 MAX_QUERY_CHARS = 100_000
-MAX_NESTING = 100  # parentheses; deeper queries are refused before parsing
+MAX_TOKENS = 20_000
+MAX_COMPOUND_TERMS = 500  # SQLite's own SQLITE_MAX_COMPOUND_SELECT
+_SET_OPERATION_TOKENS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT})
+MAX_NESTING = 30  # parentheses and CASE; deeper queries are refused before parsing (sqlglot's parser recurses)
 _MAX_LISTED_COLUMNS = 25
 _MAX_LISTED_TABLES = 30
 _MAX_RENDERED_ITEMS = 8
@@ -211,6 +214,8 @@ def _drop_leading_prose(body: str) -> str:
 
 def _drop_trailing_prose(body: str) -> str:
     """Cut English after the query: after a top-level ``;``, or after a blank line."""
+    if ";" not in body:
+        return _drop_trailing_paragraphs(body)
     try:
         tokens = Dialect.get_or_raise("sqlite").tokenize(body)
     except Exception:  # prose with apostrophes, unterminated strings: leave it to the parser
@@ -227,7 +232,11 @@ def _drop_trailing_prose(body: str) -> str:
         ):
             return body[: token.start]
         return body  # another statement follows: the policy check refuses it
-    # no ';': a trailing paragraph that starts like a sentence ("This query ...", "Note: ...")
+    return _drop_trailing_paragraphs(body)
+
+
+def _drop_trailing_paragraphs(body: str) -> str:
+    """Drop paragraphs after a blank line that start like a sentence ("This query ...", "Note: ...")."""
     paragraphs = body.split("\n\n")
     if len(paragraphs) > 1:
         kept = [paragraphs[0]]
@@ -304,7 +313,7 @@ class SQLValidator:
                 return _invalid("", ["query is not valid UTF-8 text"])
         if not isinstance(raw, str):
             return _invalid("", [f"expected the SQL query as text, got {type(raw).__name__}"])
-        if len(raw) > 4 * MAX_QUERY_CHARS:
+        if len(raw) > MAX_QUERY_CHARS + 10_000:  # before cleaning: room for fences and prose only
             return _invalid("", [f"query too long ({len(raw):,} characters; the limit is {MAX_QUERY_CHARS:,})"])
         sql = clean_sql(raw)
         if not sql:
@@ -325,15 +334,21 @@ class SQLValidator:
             return _invalid(sql, [f"syntax error: {_token_error_text(exc)}"])
         if not tokens:
             return _invalid(sql, ["empty query: only comments, no statement"])
-        depth = deepest = 0
+        if len(tokens) > MAX_TOKENS:
+            return _invalid(sql, [f"query too long ({len(tokens):,} tokens; the limit is {MAX_TOKENS:,})"])
+        depth = deepest = compounds = 0
         for token in tokens:
-            if token.token_type == TokenType.L_PAREN:
+            if token.token_type in (TokenType.L_PAREN, TokenType.CASE):
                 depth += 1
                 deepest = max(deepest, depth)
-            elif token.token_type == TokenType.R_PAREN:
+            elif token.token_type in (TokenType.R_PAREN, TokenType.END):
                 depth -= 1
+            elif token.token_type in _SET_OPERATION_TOKENS:
+                compounds += 1
         if deepest > MAX_NESTING:
-            return _invalid(sql, [f"query too deeply nested ({deepest} levels of parentheses; the limit is {MAX_NESTING})"])
+            return _invalid(sql, [f"query too deeply nested ({deepest} levels of parentheses/CASE; the limit is {MAX_NESTING})"])
+        if compounds >= MAX_COMPOUND_TERMS:
+            return _invalid(sql, [f"too many UNION/INTERSECT/EXCEPT terms ({compounds + 1}; SQLite allows {MAX_COMPOUND_TERMS})"])
         starts = _statement_keywords(tokens)
 
         try:
@@ -370,7 +385,10 @@ class SQLValidator:
             found.warn("query too deeply nested to check table and column names")
         except Exception as exc:  # sqlglot's scope builder refuses some exotic shapes
             found.warn(f"could not check table and column names ({_one_line(str(exc))[:120]})")
-        self._style_warnings(tree, found)
+        try:
+            self._style_warnings(tree, found)
+        except Exception:  # warnings are advice: never let them break validation
+            pass
 
         tables = list(found.tables)
         if found.errors:
@@ -435,28 +453,34 @@ class SQLValidator:
             found.warn("could not check table and column names (no query scope)")
             return
         outputs: dict[int, tuple[frozenset[str], bool]] = {}
+        position = {id(t): _position(t) for t in tree.find_all(exp.Table)}
+        read: list[tuple[int, str]] = []
         for scope in scopes:
-            for name, source in _scope_sources(scope):
+            for _, source in _scope_sources(scope):
                 if isinstance(source, exp.Table):
-                    self._check_table(source, name, found)
+                    real = self._check_table(source, found)
+                    if real is not None:
+                        read.append((position.get(id(source), 0), real))
+        for _, real in sorted(read):
+            found.tables[real] = None
         for scope in scopes:
             self._check_columns(scope, sql, found, outputs)
 
-    def _check_table(self, table: exp.Table, alias: str, found: _Findings) -> None:
+    def _check_table(self, table: exp.Table, found: _Findings) -> str | None:
+        """The catalog name of ``table``, or None (reported as an error or warning)."""
         if isinstance(table.this, exp.Func) or not isinstance(table.this, exp.Identifier):
             func = table.this.sql_name() if isinstance(table.this, exp.Func) else table.sql(self._dialect)
             name = table.this.name if isinstance(table.this, exp.Anonymous) else func
             found.warn(f"table-valued function {name.lower()}(...): its columns were not checked")
-            return
+            return None
         db = table.text("db")
         name = table.name
         if db and db not in {"main", "temp"}:
             found.warn(f"table '{_orig(table.args.get('db'))}.{_orig(table.this)}' is in another database: not checked")
-            return
+            return None
         real = self._table_names.get(name)
         if real is not None:
-            found.tables[real] = None
-            return
+            return real
         shown = _orig(table.this)
         found.error(f"unknown table '{shown}'", self._did_you_mean(name, self._table_names.values()))
         if len(self._table_names) <= _MAX_LISTED_TABLES:
@@ -464,6 +488,7 @@ class SQLValidator:
         owners = self._column_owners.get(name)
         if owners:
             found.suggest(f"'{shown}' is a column of {', '.join(owners[:5])}, not a table")
+        return None
 
     def _did_you_mean(self, name: str, candidates: Iterable[str], qualify: dict[str, str] | None = None) -> str:
         pool = {c.lower(): c for c in candidates}
@@ -600,29 +625,41 @@ class SQLValidator:
                 continue
             if self._resolves_outside(scope, name, outputs):
                 continue
-            if column.this.quoted and _quote_char(column.this, sql) == '"':
-                found.warn(
-                    f'"{_orig(column.this)}" is not a column, so SQLite reads it as the string '
-                    f"'{_orig(column.this)}': write string values in single quotes"
-                )
+            if self.dialect == "sqlite" and column.this.quoted and _quote_char(column.this, sql) == '"':
+                # SQLite reads an unknown double-quoted name as a string. As a value (x = "Paris")
+                # that is what was meant; as a whole result/sort/group column it is a bad name.
+                if _used_as_column(column, query):
+                    hint = self._did_you_mean(name, {c for _, s in sources for c in self._source_outputs(s, outputs)[0]})
+                    found.warn(
+                        f'"{_orig(column.this)}" is not a column, so SQLite returns the constant string '
+                        f"'{_orig(column.this)}' there" + (f" ({hint})" if hint else "")
+                    )
                 continue
             self._unknown_column(column, sources, found, outputs)
 
     def _check_set_operation_columns(self, scope: Scope, found: _Findings) -> None:
         """ORDER BY of a UNION/INTERSECT/EXCEPT may only name result columns (of any arm)."""
         query = scope.expression
+        order = query.args.get("order")
+        if order is None:
+            return
         names: set[str] = set()
         for arm in query.find_all(exp.Select):
-            names.update(n.lower() for n in arm.named_selects if n)
-        for node in walk_in_scope(query):
-            if type(node) is exp.Column and not isinstance(node.this, exp.Star) and node.name and names:
-                if node.name not in names and _in_order_by_of(node, query):
-                    found.error(
-                        f"ORDER BY term '{_orig(node.this)}' does not match a result column of the compound query",
-                        f"order by one of: {', '.join(sorted(names))}",
-                    )
+            if not arm.find_ancestor(exp.Subquery, exp.CTE):
+                names.update(n.lower() for n in arm.named_selects if n)
+        if not names:
+            return
+        for node in order.find_all(exp.Column):
+            if not isinstance(node.this, exp.Star) and node.name and node.name not in names:
+                found.error(
+                    f"ORDER BY term '{_orig(node.this)}' does not match a result column of the compound query",
+                    f"order by one of: {', '.join(sorted(names))}",
+                )
 
     def _outer_source(self, scope: Scope, qualifier: str):
+        """The source called ``qualifier`` in an enclosing query a (correlated) subquery can see."""
+        if not scope.can_be_correlated:
+            return None  # CTEs and derived tables of the outer query cannot see its FROM
         parent = scope.parent
         while parent is not None:
             for name, source in _scope_sources(parent):
@@ -633,6 +670,8 @@ class SQLValidator:
 
     def _resolves_outside(self, scope: Scope, name: str, outputs) -> bool:
         """A correlated reference: ``name`` is a column of a source of an enclosing query."""
+        if not scope.can_be_correlated:
+            return False
         parent = scope.parent
         while parent is not None:
             for _, source in _scope_sources(parent):
@@ -704,15 +743,13 @@ class SQLValidator:
 
     def _style_warnings(self, tree: exp.Expr, found: _Findings) -> None:
         outer = tree.unnest() if isinstance(tree, exp.Subquery) else tree
-        arms = [outer] if isinstance(outer, exp.Select) else list(outer.find_all(exp.Select)) if isinstance(outer, exp.SetOperation) else []
-        for arm in arms:
-            if isinstance(arm, exp.Select) and arm.parent_select is None or arm is outer or isinstance(arm.parent, exp.SetOperation | exp.Subquery):
-                if _outermost(arm, outer) and any(
-                    isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-                    for e in arm.expressions
-                ):
-                    found.warn("selects *: list only the columns the question asks for")
-                    break
+        for head in outer.find_all(exp.Select):
+            if _outermost(head, outer) and any(
+                isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                for e in head.expressions
+            ):
+                found.warn("selects *: list only the columns the question asks for")
+                break
         for node in tree.find_all(exp.Select, exp.SetOperation):
             if node.args.get("limit") and not node.args.get("order"):
                 if isinstance(node, exp.Select) and isinstance(node.parent, exp.SetOperation):
@@ -835,7 +872,8 @@ def _policy_violation(tree: exp.Expr, starts: list[str]) -> str | None:
 
 def _function_name(node: exp.Func) -> str:
     if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+        name = node.this
+        return (name.this if isinstance(name, exp.Identifier) else str(name)).lower()
     try:
         return node.sql_name().lower()
     except Exception:
@@ -859,6 +897,13 @@ def _orig(node: exp.Expr | None) -> str:
     if isinstance(node, exp.TableAlias) and node.this is not None:
         return _orig(node.this)
     return node.name
+
+
+def _position(node: exp.Expr) -> int:
+    """Where ``node`` starts in the query text (its first identifier), for reporting in reading order."""
+    ident = node.find(exp.Identifier)
+    start = ident.meta.get("start") if ident is not None else None
+    return start if isinstance(start, int) else 1 << 30
 
 
 def _quote_char(ident: exp.Identifier, sql: str) -> str:
@@ -892,6 +937,16 @@ def _using_columns(select: exp.Select) -> set[str]:
         for item in join.args.get("using") or []:
             names.add(item.name.lower())
     return names
+
+
+def _used_as_column(column: exp.Column, query: exp.Select) -> bool:
+    """True when ``column`` is a whole select item, ORDER BY term or GROUP BY term of ``query``."""
+    parent = column.parent
+    if isinstance(parent, exp.Alias):
+        parent = parent.parent
+    elif isinstance(parent, exp.Ordered):
+        parent = parent.parent
+    return parent is query or (isinstance(parent, exp.Order | exp.Group) and parent.parent is query)
 
 
 def _in_order_by_of(column: exp.Column, query: exp.Expr) -> bool:
@@ -936,9 +991,10 @@ def _parse_error_text(exc: ParseError) -> str:
 
 def _token_error_text(exc: Exception) -> str:
     message = _one_line(str(exc))
-    if "unterminated" in message.lower() or "missing" in message.lower():
-        return message[:200]
-    return f"could not tokenize the query ({message[:160]}); check quotes and brackets"
+    prefix = "Error tokenizing "
+    if message.startswith(prefix):
+        return f"cannot read the query near {message[len(prefix):][-60:]}: unterminated string or quoted name?"
+    return f"cannot read the query ({message[:160]}): check quotes and brackets"
 
 
 def _strip_exception_name(message: str) -> str:

@@ -1,0 +1,482 @@
+"""A DSPy 3.4 engine that runs the embedded GGUF through llama-cpp-python.
+
+Contract:
+
+* :class:`LlamaCppEngine` implements DSPy's engine protocol
+  (``complete(Request) -> Response``, ``stream``, ``close``) and is passed as
+  ``dspy.LM("local/qwen2.5-coder-1.5b", engine=LlamaCppEngine())``.
+* Every engine for the same ``(model path, n_ctx)`` shares ONE
+  ``llama_cpp.Llama`` per process (:func:`get_shared_llama`), loaded lazily on
+  first use and guarded by a lock, so agent and judge LMs and DSPy's worker
+  threads (``dspy.Evaluate(num_threads=...)``, ``dspy.Parallel``) are safe;
+  calls are serialised.
+* Generation uses the model's own chat template (``create_chat_completion``),
+  greedy decoding at temperature 0 (the default), ``max_tokens`` and ``stop``
+  from the request, and JSON / JSON-schema constrained decoding when the
+  request carries ``response_format`` (DSPy's ``JSONAdapter``).
+* Usage (``input_tokens``, ``output_tokens`` and ``cache_read_tokens`` = prompt
+  tokens served from the KV cache) is reported in the Response, so
+  ``track_usage`` / ``get_lm_usage()`` / ``lm.history`` show it.
+* Over-long prompts are NOT truncated (cutting the middle of a DSPy prompt
+  would silently drop field markers or instructions). They raise
+  ``dspy.lm15.ContextLengthError`` naming ``n_ctx``, which DSPy surfaces as
+  ``dspy.ContextWindowExceededError``; ``dspy.ReAct`` reacts to that error by
+  truncating its trajectory and retrying.
+* Requests the local model cannot serve (tools, images, logprobs) raise
+  ``dspy.lm15.UnsupportedFeatureError``; other llama.cpp failures raise
+  ``dspy.lm15.ServerError`` after resetting the model state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dspy.lm15 import (
+    ContextLengthError,
+    DataPart,
+    InvalidRequestError,
+    Message,
+    RefusalPart,
+    Request,
+    Response,
+    ServerError,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnsupportedFeatureError,
+    Usage,
+    response_to_events,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import llama_cpp
+    import numpy as np
+
+__all__ = [
+    "LOCAL_MODEL_NAME",
+    "DEFAULT_N_CTX",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_PREFIX_CACHE",
+    "EngineStats",
+    "SharedLlama",
+    "LlamaCppEngine",
+    "get_shared_llama",
+    "release_shared_llamas",
+]
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "local"
+LOCAL_MODEL_NAME = "local/qwen2.5-coder-1.5b"
+DEFAULT_N_CTX = 8192
+DEFAULT_MAX_TOKENS = 1024
+# Whether the shared instance keeps a LlamaRAMCache of KV states (see
+# benchmarks/bench_engine.py): it lets alternating prompt families (agent and
+# judge) each reuse their own prefix instead of evicting each other's.
+DEFAULT_PREFIX_CACHE = True
+DEFAULT_PREFIX_CACHE_ENTRIES = 4
+DEFAULT_PREFIX_CACHE_BYTES = 3 << 30
+
+# llama.cpp generation options a caller may pass through Config.extensions.
+_EXTENSION_OPTIONS = frozenset({"repeat_penalty", "min_p", "typical_p", "mirostat_mode", "mirostat_tau", "mirostat_eta"})
+_CTX_ERROR = re.compile(r"Requested tokens \((\d+)\) exceed context window")
+
+
+@dataclass
+class EngineStats:
+    """Cumulative counters of one shared model instance (all engines using it)."""
+
+    calls: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    load_seconds: float = 0.0
+
+    @property
+    def prefix_hit_ratio(self) -> float:
+        """Share of prompt tokens served from the KV cache (0.0 with no calls)."""
+        return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {**asdict(self), "prefix_hit_ratio": self.prefix_hit_ratio}
+
+
+def _lcp(a: np.ndarray, b: np.ndarray) -> int:
+    """Length of the longest common prefix of two int arrays."""
+    import numpy as np
+
+    m = min(len(a), len(b))
+    if m == 0:
+        return 0
+    diff = np.flatnonzero(a[:m] != b[:m])
+    return int(diff[0]) if diff.size else m
+
+
+def _make_prefix_cache(capacity_bytes: int, max_entries: int) -> llama_cpp.BaseLlamaCache:
+    """A ``LlamaRAMCache`` whose size also counts the saved logits, capped in entries."""
+    import llama_cpp
+
+    class _BoundedRAMCache(llama_cpp.LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(
+                s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values()
+            )
+
+        def __setitem__(self, key: Sequence[int], value: Any) -> None:
+            super().__setitem__(key, value)
+            while len(self.cache_state) > max_entries:
+                self.cache_state.popitem(last=False)
+
+    return _BoundedRAMCache(capacity_bytes=capacity_bytes)
+
+
+class SharedLlama:
+    """One loaded ``llama_cpp.Llama`` plus its lock and counters."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        prefix_cache: bool = DEFAULT_PREFIX_CACHE,
+        prefix_cache_entries: int = DEFAULT_PREFIX_CACHE_ENTRIES,
+        prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
+    ) -> None:
+        import llama_cpp
+
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.lock = threading.Lock()
+        self.stats = EngineStats()
+        start = time.perf_counter()
+        self.llm = llama_cpp.Llama(
+            model_path=str(self.model_path),
+            n_ctx=n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            verbose=False,
+        )
+        self.stats.load_seconds = time.perf_counter() - start
+        self.prefix_cache = prefix_cache
+        if prefix_cache:
+            self.llm.set_cache(_make_prefix_cache(prefix_cache_bytes, prefix_cache_entries))
+
+    def _served_prefix(self, before: list[np.ndarray], prompt_ids: np.ndarray) -> int:
+        n_prompt = len(prompt_ids)
+        if n_prompt == 0:
+            return 0
+        best = max((_lcp(ids, prompt_ids) for ids in before), default=0)
+        # llama.cpp re-evaluates the last prompt token to refresh the logits.
+        return min(best, n_prompt - 1)
+
+    def _known_states(self) -> list[np.ndarray]:
+        """Token sequences whose KV state can be reused: the live context and the RAM cache."""
+        import numpy as np
+
+        states = [self.llm.input_ids[: self.llm.n_tokens].copy()]
+        cache = getattr(self.llm, "cache", None)
+        for key in list(getattr(cache, "cache_state", {}).keys()):
+            states.append(np.asarray(key, dtype=states[0].dtype))
+        return states
+
+    def chat(self, messages: list[dict[str, str]], **options: Any) -> tuple[dict[str, Any], int]:
+        """Run one chat completion; returns ``(llama result dict, prompt tokens served from cache)``."""
+        with self.lock:
+            start = time.perf_counter()
+            before = self._known_states()
+            try:
+                result = self.llm.create_chat_completion(messages=messages, stream=False, **options)
+            except ValueError as exc:
+                self.stats.errors += 1
+                match = _CTX_ERROR.search(str(exc))
+                if match:
+                    raise ContextLengthError(
+                        f"Prompt of {match.group(1)} tokens does not fit the local model's context window "
+                        f"n_ctx={self.n_ctx} (reserve room for max_tokens too). Shorten the prompt or raise "
+                        "n_ctx (TEXT2SQL_N_CTX / build_lm(..., n_ctx=...)); Qwen2.5-Coder supports up to 32768.",
+                        provider=PROVIDER,
+                    ) from exc
+                raise InvalidRequestError(f"llama.cpp rejected the request: {exc}", provider=PROVIDER) from exc
+            except Exception as exc:
+                self.stats.errors += 1
+                self.llm.reset()  # drop a possibly inconsistent KV state
+                raise ServerError(f"llama.cpp failed: {type(exc).__name__}: {exc}", provider=PROVIDER) from exc
+            usage = result.get("usage") or {}
+            n_prompt = int(usage.get("prompt_tokens") or 0)
+            cached = self._served_prefix(before, self.llm.input_ids[:n_prompt])
+            self.stats.calls += 1
+            self.stats.prompt_tokens += n_prompt
+            self.stats.cached_prompt_tokens += cached
+            self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+            self.stats.seconds += time.perf_counter() - start
+            return result, cached
+
+    def tokenize(self, text: str) -> list[int]:
+        with self.lock:
+            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def clear_kv(self) -> None:
+        """Forget the live KV state and the prefix cache (for cold-start measurements)."""
+        with self.lock:
+            self.llm.reset()  # n_tokens=0: the next evaluation starts from scratch
+            cache = getattr(self.llm, "cache", None)
+            if cache is not None and hasattr(cache, "cache_state"):
+                cache.cache_state.clear()
+
+    def set_prefix_cache(self, enabled: bool, *, entries: int = DEFAULT_PREFIX_CACHE_ENTRIES,
+                         capacity_bytes: int = DEFAULT_PREFIX_CACHE_BYTES) -> None:
+        with self.lock:
+            self.prefix_cache = enabled
+            self.llm.set_cache(_make_prefix_cache(capacity_bytes, entries) if enabled else None)
+
+    def close(self) -> None:
+        with self.lock:
+            close = getattr(self.llm, "close", None)
+            if callable(close):
+                close()
+
+
+_registry: dict[tuple[str, int], SharedLlama] = {}
+_registry_lock = threading.Lock()
+
+
+def get_shared_llama(
+    model_path: str | Path | None = None,
+    *,
+    n_ctx: int = DEFAULT_N_CTX,
+    n_threads: int | None = None,
+    prefix_cache: bool = DEFAULT_PREFIX_CACHE,
+) -> SharedLlama:
+    """The process-wide instance for ``(model_path, n_ctx)``, loading it on first use.
+
+    ``model_path=None`` assembles/verifies the embedded model
+    (:func:`programs.llm.model_files.ensure_local_model`). The first caller's
+    ``n_threads`` / ``prefix_cache`` win for an already-loaded instance.
+    """
+    if model_path is None:
+        from programs.llm.model_files import ensure_local_model
+
+        model_path = ensure_local_model()
+    path = Path(model_path).expanduser().resolve()
+    key = (str(path), int(n_ctx))
+    with _registry_lock:
+        shared = _registry.get(key)
+        if shared is None:
+            shared = SharedLlama(path, n_ctx=n_ctx, n_threads=n_threads, prefix_cache=prefix_cache)
+            _registry[key] = shared
+        return shared
+
+
+def release_shared_llamas() -> None:
+    """Free every shared instance (tests, benchmarks); later calls reload lazily."""
+    with _registry_lock:
+        items = list(_registry.values())
+        _registry.clear()
+    for shared in items:
+        shared.close()
+
+
+def _text_of(parts: Sequence[Any]) -> str:
+    """Flatten message parts to the text a text-only chat template can carry."""
+    chunks: list[str] = []
+    for part in parts:
+        if isinstance(part, (TextPart, RefusalPart)):
+            chunks.append(part.text)
+        elif isinstance(part, ThinkingPart):
+            continue  # reasoning traces are not replayed
+        elif isinstance(part, DataPart):
+            chunks.append(json.dumps(part.value, ensure_ascii=False))
+        elif isinstance(part, ToolCallPart):
+            chunks.append(json.dumps({"tool_call": part.name, "arguments": part.input}, ensure_ascii=False))
+        elif isinstance(part, ToolResultPart):
+            chunks.append(_text_of(part.content))
+        else:
+            kind = getattr(part, "type", type(part).__name__)
+            raise UnsupportedFeatureError(
+                f"The local model is text-only; a {kind!r} part cannot be sent to it.",
+                provider=PROVIDER,
+            )
+    return "\n".join(chunks)
+
+
+def request_to_messages(request: Request) -> list[dict[str, str]]:
+    """Render a canonical Request as OpenAI-style chat messages for llama.cpp."""
+    messages: list[dict[str, str]] = []
+    if request.system is not None:
+        system = request.system if isinstance(request.system, str) else _text_of(request.system)
+        messages.append({"role": "system", "content": system})
+    for message in request.messages:
+        content = _text_of(message.parts)
+        if message.role == "developer":
+            if not messages:
+                messages.append({"role": "system", "content": content})
+            else:
+                messages.append({"role": "user", "content": f"[developer]\n{content}"})
+        elif message.role == "tool":
+            messages.append({"role": "user", "content": f"[tool result]\n{content}"})
+        else:
+            messages.append({"role": message.role, "content": content})
+    return messages
+
+
+def _llama_response_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Canonical ``response_format`` -> llama-cpp-python's ``{"type": "json_object", "schema"?: ...}``."""
+    if not response_format:
+        return None
+    if response_format.get("type") == "json_schema" and isinstance(response_format.get("schema"), dict):
+        return {"type": "json_object", "schema": response_format["schema"]}
+    return {"type": "json_object"}
+
+
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "function_call": "tool_call"}
+
+
+class LlamaCppEngine:
+    """DSPy engine over the shared in-process llama.cpp model (see module docstring)."""
+
+    # Capability hints read by DSPy adapters (dspy.clients.capabilities).
+    supports_function_calling = False
+    supports_reasoning = False
+    supports_response_schema = True
+    supported_params = frozenset(
+        {"temperature", "max_tokens", "top_p", "top_k", "stop", "seed", "response_format",
+         "frequency_penalty", "presence_penalty"}
+    )
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        prefix_cache: bool = DEFAULT_PREFIX_CACHE,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        if n_ctx < 256:
+            raise ValueError(f"n_ctx must be at least 256, got {n_ctx}")
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.n_ctx = int(n_ctx)
+        self.n_threads = n_threads
+        self.prefix_cache = prefix_cache
+        self.default_max_tokens = default_max_tokens
+        self._resolved_path: Path | None = None
+
+    # -- model access ------------------------------------------------------
+    def load(self) -> SharedLlama:
+        """Load (or fetch) the shared model instance now rather than on first call."""
+        if self._resolved_path is None:
+            if self.model_path is not None:
+                self._resolved_path = self.model_path.expanduser().resolve()
+            else:
+                from programs.llm.model_files import ensure_local_model
+
+                self._resolved_path = ensure_local_model()
+        return get_shared_llama(
+            self._resolved_path, n_ctx=self.n_ctx, n_threads=self.n_threads, prefix_cache=self.prefix_cache
+        )
+
+    @property
+    def stats(self) -> EngineStats:
+        """Counters of the shared instance (loads the model if needed)."""
+        return self.load().stats
+
+    # -- engine protocol ---------------------------------------------------
+    def complete(self, request: Request) -> Response:
+        from dspy.clients.engines.base import validate_request
+
+        validate_request(request)
+        if request.tools:
+            raise UnsupportedFeatureError(
+                "The local llama.cpp engine does not do native tool calling; use DSPy's text-based tool "
+                "use (ChatAdapter/JSONAdapter with use_native_function_calling=False).",
+                provider=PROVIDER,
+            )
+        config = request.config
+        if config.logprobs is not None:
+            raise UnsupportedFeatureError("The local llama.cpp engine does not return logprobs.", provider=PROVIDER)
+        messages = request_to_messages(request)
+        options: dict[str, Any] = {
+            "temperature": 0.0 if config.temperature is None else float(config.temperature),
+            "max_tokens": config.max_tokens or self.default_max_tokens,
+            "stop": list(config.stop),
+            "repeat_penalty": 1.0,
+        }
+        if config.top_p is not None:
+            options["top_p"] = config.top_p
+        if config.top_k is not None:
+            options["top_k"] = config.top_k
+        if config.seed is not None:
+            options["seed"] = config.seed
+        if config.frequency_penalty is not None:
+            options["frequency_penalty"] = config.frequency_penalty
+        if config.presence_penalty is not None:
+            options["presence_penalty"] = config.presence_penalty
+        fmt = _llama_response_format(config.response_format)
+        if fmt is not None:
+            options["response_format"] = fmt
+        for key, value in (config.extensions or {}).items():
+            if key in _EXTENSION_OPTIONS:
+                options[key] = value
+            else:
+                logger.debug("LlamaCppEngine ignores unsupported option %r", key)
+
+        result, cached = self.load().chat(messages, **options)
+        choice = (result.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        usage = result.get("usage") or {}
+        return Response(
+            id=result.get("id") or None,
+            model=request.model,
+            message=Message.assistant([TextPart(text)]),
+            finish_reason=_FINISH.get(choice.get("finish_reason") or "stop", "stop"),
+            usage=Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+                cache_read_tokens=cached,
+            ),
+        )
+
+    def stream(self, request: Request) -> Iterator[Any]:
+        """One-shot stream: the whole completion as start/delta/end events."""
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        """No-op: the shared model belongs to the process (see :func:`release_shared_llamas`)."""
+
+    # -- (de)serialisation for program.save()/dspy.load --------------------
+    def dump_state(self) -> dict[str, Any]:
+        return {
+            "model_path": str(self.model_path) if self.model_path is not None else None,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "prefix_cache": self.prefix_cache,
+            "default_max_tokens": self.default_max_tokens,
+        }
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> LlamaCppEngine:
+        return cls(
+            state.get("model_path"),
+            n_ctx=int(state.get("n_ctx") or DEFAULT_N_CTX),
+            n_threads=state.get("n_threads"),
+            prefix_cache=bool(state.get("prefix_cache", DEFAULT_PREFIX_CACHE)),
+            default_max_tokens=int(state.get("default_max_tokens") or DEFAULT_MAX_TOKENS),
+        )
+
+    def __repr__(self) -> str:
+        return f"LlamaCppEngine(n_ctx={self.n_ctx}, prefix_cache={self.prefix_cache})"

@@ -1,0 +1,218 @@
+"""The V1/V2 agents and the baseline, driven by scripted replies (DummyLM): paths, limits, confidence, fallbacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+from programs.agent_tools import AgentStateV2, combined_confidence
+from programs.agents import ReActAgent, ReActAgentV2
+from programs.baseline import Baseline
+from programs.errors import QuestionError
+from programs.validator import ValidationResult
+
+GOOD_SQL = "SELECT count(*) FROM users WHERE status = 'suspended'"
+BAD_SQL = "SELECT count(*) FROM users WHERE state = 'suspended'"
+
+
+def draft(sql: str, confidence: float = 0.8) -> dict[str, Any]:
+    return {"sql": sql, "explanation": "Counts suspended users.", "confidence": confidence}
+
+
+def step(tool: str, **args: Any) -> dict[str, Any]:
+    return {"next_thought": f"Call {tool}.", "next_tool_name": tool, "next_tool_args": args}
+
+
+def verdict(score: float, issues: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "reasoning": "Checked the filter.",
+        "is_correct": score >= 0.7,
+        "correctness_score": score,
+        "issues": issues or [],
+        "suggestions": ["use the status column"] if issues else [],
+    }
+
+
+def agent(cls: type, tiny_db: Path, tiny_schemas: Path, answers: list[dict], **kwargs: Any) -> Any:
+    return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers), **kwargs)
+
+
+def tools_used(result: dict) -> list[str]:
+    return [s["tool"] for s in result["reasoning_steps"]]
+
+
+def test_v1_submits_a_valid_draft_in_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
+    result = agent(ReActAgent, tiny_db, tiny_schemas, [draft(GOOD_SQL)]).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"]
+    assert result["confidence"] == pytest.approx(0.8)
+    assert result["judge_score"] is None
+    assert tools_used(result) == ["validate_sql", "submit_answer"]
+    assert result["lm_calls"] == 1 and result["retrieval_calls"] == 1 and result["structural_validation_calls"] == 1
+
+
+def test_v1_repairs_a_hallucinated_column_from_the_validators_hint(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), step("submit_answer", query=GOOD_SQL,
+               explanation="fixed", confidence=0.9)]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    first_observation = result["reasoning_steps"][0]["observation"]
+    assert "state" in first_observation and "status" in first_observation  # unknown column + did you mean
+    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] == pytest.approx(0.9)
+    assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]
+    assert result["lm_calls"] == 3
+
+
+def test_invalid_submission_is_sent_back(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), step("submit_answer", query=BAD_SQL, explanation="x", confidence=1.0),
+               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=1.0)]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert "Submission refused" in result["reasoning_steps"][1]["observation"]
+    assert result["query"] == GOOD_SQL
+
+
+def test_validation_and_iteration_limits_end_in_a_low_confidence_fallback(tiny_db: Path, tiny_schemas: Path) -> None:
+    bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *bad])
+    result = program.run("How many users are suspended?")
+    assert result["structural_validation_calls"] == 4  # max_validation_attempts
+    assert result["iterations"] == 10  # max_iterations, the opening included
+    assert "iteration limit" in result["fallback_reason"]
+    assert result["confidence"] <= 0.3 and not result["valid"]
+    assert any("Validation limit reached" in s["observation"] for s in result["reasoning_steps"])
+
+
+def test_retrieval_limit(tiny_db: Path, tiny_schemas: Path) -> None:
+    searches = [step("retrieve_tables", query="blocked users", top_k=2) for _ in range(3)]
+    answers = [draft(BAD_SQL), *searches, step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.5)]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    observations = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "retrieve_tables"]
+    assert result["retrieval_calls"] == 3  # the opening search plus two
+    assert "CREATE TABLE" in observations[0] and "Retrieval limit reached" in observations[2]
+
+
+def test_malformed_agent_reply_never_crashes_and_keeps_the_best_valid_query(tiny_db: Path, tiny_schemas: Path) -> None:
+    garbage = [{"gibberish": "???"}] * 4  # ChatAdapter and its JSON fallback both fail to parse
+    answers = [draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), *garbage]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers, max_iterations=10).run("How many suspended?")
+    assert "malformed model reply" in result["fallback_reason"]
+    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
+
+
+def test_unknown_tool_and_bad_arguments_become_observations(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), step("validate_sql", sql=GOOD_SQL), step("validate_sql", query=GOOD_SQL),
+               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.7)]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert result["reasoning_steps"][1]["observation"].startswith("Bad arguments for validate_sql")
+    assert result["query"] == GOOD_SQL
+
+
+def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_schemas: Path) -> None:
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL, 0.8), verdict(0.9)]).run("Suspended users?")
+    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "submit_answer"]
+    assert result["judge_score"] == pytest.approx(0.9) and result["judge_calls"] == 1
+    assert result["confidence"] == pytest.approx(0.9)  # 0.4*0.8 + 0.6*0.9 = 0.86, raised into the 0.9-1.0 band
+    assert result["lm_calls"] == 2
+
+
+def test_v2_semantic_correction_after_judge_feedback(tiny_db: Path, tiny_schemas: Path) -> None:
+    wrong = "SELECT count(*) FROM users"
+    answers = [
+        draft(wrong), verdict(0.3, ["ignores the suspended filter"]),
+        step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL, explanation="adds filter"),
+        verdict(0.95), step("submit_answer", query=GOOD_SQL, explanation="adds filter", confidence=0.9),
+    ]
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    judge_obs = result["reasoning_steps"][1]["observation"]
+    assert "NEEDS IMPROVEMENT" in judge_obs and "Re-read the question" in judge_obs
+    assert result["query"] == GOOD_SQL and result["semantic_corrections"] == 1
+    assert result["judge_improvement"] == pytest.approx(0.65) and result["final_judge_score"] == pytest.approx(0.95)
+
+
+def test_judge_loop_prevention_stops_when_score_does_not_improve(tiny_db: Path, tiny_schemas: Path) -> None:
+    q2 = "SELECT count(*) FROM users WHERE status != 'active'"
+    answers = [
+        draft("SELECT count(*) FROM users"), verdict(0.5, ["missing filter"]),
+        step("validate_sql", query=q2), step("llm_judge_evaluate", query=q2), verdict(0.4, ["wrong filter"]),
+        step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
+        step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.6),
+    ]
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert result["judge_calls"] == 2
+    assert "stopped improving" in result["reasoning_steps"][-2]["observation"]
+    assert result["judge_score"] is None or result["judge_score"] <= 0.5
+
+
+class FailingLM(DummyLM):
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("judge service unavailable")
+
+
+def test_failing_judge_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL, 0.8)], judge_lm=FailingLM())
+    result = program.run("How many users are suspended?")
+    assert result["judge_degraded"] and "judge service unavailable" in result["judge_errors"][0]
+    assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(0.8)
+
+
+def test_unparseable_judge_output_scores_zero_with_the_reason(tiny_db: Path, tiny_schemas: Path) -> None:
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [], judge_lm=DummyLM([{"nonsense": 1}] * 2))
+    verdict_ = program.evaluate_sql("How many?", GOOD_SQL, "CREATE TABLE users (id INTEGER);", "")
+    assert verdict_.correctness_score == 0.0 and not verdict_.is_correct
+    assert "judge output unusable" in verdict_.issues[0]
+
+
+def test_baseline_is_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
+    fenced = f"```sql\n{GOOD_SQL};\n```"
+    result = agent(Baseline, tiny_db, tiny_schemas, [draft(fenced, 0.6)]).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["lm_calls"] == 1 and result["confidence"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("question", ["", "   \n\t", None])
+def test_empty_question_is_a_clear_error(tiny_db: Path, tiny_schemas: Path, question: Any) -> None:
+    with pytest.raises(QuestionError, match="empty"):
+        agent(ReActAgent, tiny_db, tiny_schemas, []).run(question)
+
+
+def valid(ok: bool) -> ValidationResult:
+    return ValidationResult(valid=ok, sql="SELECT 1", errors=[], warnings=[], suggestions=[], tables=[], dangerous=False)
+
+
+@pytest.mark.parametrize(
+    ("agent_conf", "ok", "judge", "expected"),
+    [
+        (0.8, True, None, 0.8),  # V1: the agent's confidence when valid
+        (0.9, False, None, 0.3),  # V1: capped when invalid
+        (1.0, True, 0.95, 0.97),  # 0.4 + 0.57
+        (0.2, True, 0.95, 0.9),  # 0.65 raised to the 0.9 floor
+        (1.0, True, 0.75, 0.85),  # inside 0.7-0.9
+        (1.0, True, 0.6, 0.7),  # 0.76 lowered to the 0.5-0.7 ceiling
+        (0.0, True, 0.1, 0.3),  # 0.06 raised to the 0.3-0.5 floor
+        (1.0, False, 1.0, 0.3),  # structural failure caps everything
+    ],
+)
+def test_confidence_formula_and_caps(agent_conf: float, ok: bool, judge: float | None, expected: float) -> None:
+    assert combined_confidence(agent_conf, valid(ok), judge) == pytest.approx(expected)
+
+
+def test_judge_loop_prevention_rule() -> None:
+    state = AgentStateV2(question="q")
+    assert not state.judge_should_stop(3)
+    state.judge_calls, state.judge_scores = 2, [0.5, 0.6]
+    assert not state.judge_should_stop(3)  # improving
+    state.judge_calls, state.judge_scores = 2, [0.6, 0.6]
+    assert state.judge_should_stop(3)  # flat after two calls
+    state.judge_calls, state.judge_scores = 3, [0.2, 0.4, 0.6]
+    assert state.judge_should_stop(3)  # budget spent
+
+
+def test_agents_are_dspy_modules_with_tunable_predictors(tiny_db: Path, tiny_schemas: Path) -> None:
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [])
+    names = {name for name, _ in program.named_predictors()}
+    assert {"draft", "judge", "agent.react", "agent.extract"} <= names
+    assert isinstance(program, dspy.Module)

@@ -1,0 +1,86 @@
+"""Catalog loading from schema files, SQLite and Spider's tables.json, and schema rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from programs.catalog import introspect_sqlite, load_schema_dir, load_spider_tables
+from programs.errors import SchemaFileError
+from programs.source import check_agreement, open_source
+
+
+def test_introspection_reads_keys_and_foreign_keys(tiny_db: Path) -> None:
+    catalog = introspect_sqlite(tiny_db)
+    users = catalog.table("USERS")
+    assert users is not None and users.primary_key == ["id"]
+    assert ("organization_id", "organizations", "id") in users.foreign_keys
+    assert users.column("email").unique and not users.column("email").nullable
+    assert users.column("last_login_at").nullable
+    assert catalog.neighbours("users") == ["organizations", "login_attempts", "blocks"]
+
+
+def test_schema_dir_round_trips_and_agrees_with_database(tiny_db: Path, tiny_schemas: Path) -> None:
+    declared = load_schema_dir(tiny_schemas, "tiny")
+    actual = introspect_sqlite(tiny_db)
+    assert sorted(declared.table_names) == sorted(actual.table_names)
+    check_agreement(declared, actual)  # raises on disagreement
+    assert declared.table("blocks").description.startswith("Times a user was blocked")
+
+
+def test_render_carries_descriptions_and_samples_but_not_key_samples(tiny_db: Path, tiny_schemas: Path) -> None:
+    source = open_source(tiny_db, tiny_schemas)
+    text = source.catalog.render(["users"])
+    assert text.startswith("CREATE TABLE users (  -- People who can sign in.")
+    assert "organization_id INTEGER NOT NULL REFERENCES organizations(id)" in text
+    assert "'suspended'" in text  # a stored value, so the model can match filters
+    assert "e.g. 1, 2" not in text  # key columns carry no samples
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("name: t\ncolumns: [\n", "cannot parse"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ("name: t\ncolumns: []\n", "at least one column"),
+        ("name: t\ncolumns:\n  - {name: a}\n  - {name: A}\n", "duplicate columns"),
+        ("name: t\ncolumns:\n  - {name: a, references: nodot}\n", "table.column"),
+    ],
+)
+def test_malformed_schema_file_names_file_and_problem(tmp_path: Path, content: str, message: str) -> None:
+    (tmp_path / "t.yaml").write_text(content)
+    with pytest.raises(SchemaFileError, match=message) as info:
+        load_schema_dir(tmp_path)
+    assert "t.yaml" in str(info.value)
+
+
+def test_schema_that_disagrees_with_database_is_refused(tiny_db: Path, tmp_path: Path) -> None:
+    (tmp_path / "users.yaml").write_text("name: users\ncolumns:\n  - {name: id}\n  - {name: nickname}\n")
+    (tmp_path / "ghosts.yaml").write_text("name: ghosts\ncolumns:\n  - {name: id}\n")
+    with pytest.raises(SchemaFileError, match="users lacks column\\(s\\) nickname.*|ghosts is not"):
+        open_source(tiny_db, tmp_path)
+
+
+def test_spider_tables_json(tmp_path: Path) -> None:
+    entry = {
+        "db_id": "pets",
+        "table_names_original": ["Owner", "Pet"],
+        "table_names": ["owner", "pet animal"],
+        "column_names_original": [[-1, "*"], [0, "OwnerId"], [0, "Name"], [1, "PetId"], [1, "OwnerId"]],
+        "column_names": [[-1, "*"], [0, "owner id"], [0, "name"], [1, "pet id"], [1, "owner of pet"]],
+        "column_types": ["text", "number", "text", "number", "number"],
+        "primary_keys": [1, 3],
+        "foreign_keys": [[4, 1]],
+    }
+    path = tmp_path / "tables.json"
+    path.write_text(json.dumps([entry]))
+    catalog = load_spider_tables(path, "pets")
+    pet = catalog.table("pet")
+    assert pet.description == "pet animal"
+    assert pet.column("OwnerId").references == "Owner.OwnerId"
+    assert pet.column("OwnerId").description == "owner of pet"
+    assert catalog.table("Owner").column("Name").description == ""  # restating the name adds nothing
+    with pytest.raises(SchemaFileError, match="not in"):
+        load_spider_tables(path, "cars")
