@@ -1,6 +1,6 @@
 """False positives of the SQL validator on gold queries.
 
-Every gold query of the local Spider sample (``dev.json``, ``train.json``) is correct by
+Every gold query of a Spider-layout folder (``dev.json``, ``train.json``, ``test.json``) is correct by
 definition, so every one the validator calls invalid is a false positive. The check runs twice:
 statically (catalog only) and with the dry run against the database. Printed: counts of gold
 queries checked, flagged invalid (with their errors), flagged dangerous, and with warnings
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     spider = Path(args.spider)
 
     examples = []
-    for split in ("dev.json", "train.json"):
+    for split in ("dev.json", "train.json", "test.json"):
         path = spider / split
         if path.is_file():
             examples += [(split, e) for e in json.loads(path.read_text(encoding="utf-8"))]

@@ -1273,6 +1273,8 @@ def generate(seed: int) -> dict[str, list[dict[str, Any]]]:
                 status = "canceled"
                 canceled = g.between(max(s_start + timedelta(days=90), datetime(2024, 1, 1)), END - timedelta(days=10))
                 reason = g.wchoice(["too_expensive", "switched_competitor", "missing_features", "non_payment"], [4, 3, 2, 2])
+                if oid == churned[0]:  # make sure one customer churned because it stopped paying
+                    reason = "non_payment"
             elif oid in past_due:
                 status = "past_due"
             elif trial_end is not None and trial_end > END:

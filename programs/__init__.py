@@ -2,6 +2,7 @@
 
 from programs.agents import ReActAgent, ReActAgentV2
 from programs.baseline import Baseline
+from programs.dataset import ensure_bundled_database as bundled_database
 from programs.registry import make_program
 
-__all__ = ["Baseline", "ReActAgent", "ReActAgentV2", "make_program"]
+__all__ = ["Baseline", "ReActAgent", "ReActAgentV2", "bundled_database", "make_program"]

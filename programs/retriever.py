@@ -150,7 +150,7 @@ def _clean_query(query: Any) -> str:
 
 def _rank(catalog: Catalog, scores: Mapping[str, float], top_k: int) -> list[RetrievedTable]:
     """The shared tail of every ``search``: small catalogs whole, else top_k + FK expansion."""
-    position = {name: i for i, name in enumerate(catalog.table_names)}
+    position = {name: i for i, name in enumerate(_neutral_order(catalog))}
     ordered = sorted(catalog.table_names, key=lambda n: (-scores.get(n, 0.0), position[n]))
     if len(ordered) <= top_k:
         return [RetrievedTable(n, _unit(scores.get(n, 0.0))) for n in ordered]
@@ -191,8 +191,11 @@ class KeywordRetriever:
     K1 = 1.2
     B = 0.75
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, *, normalisation: str = "bound"):
+        if normalisation not in ("bound", "max"):
+            raise ConfigurationError(f"normalisation must be 'bound' or 'max', got {normalisation!r}.")
         self.catalog = catalog
+        self.normalisation = normalisation
         self._tf: dict[str, Counter[str]] = {}
         self._length: dict[str, float] = {}
         for table in catalog.tables:
@@ -225,12 +228,24 @@ class KeywordRetriever:
         return scores
 
     def scores(self, query: str) -> dict[str, float]:
-        """BM25 scores divided by the best one: in [0, 1], all 0 when nothing matches."""
+        """BM25 scores scaled into [0, 1]; all 0 when nothing matches.
+
+        ``normalisation="bound"`` divides by the score a table would get if it contained every
+        query term without limit (terms unknown to the catalog count with the highest idf), so
+        a table matching only a common word of a long question scores low. ``"max"`` divides by
+        the best table's score (the best is always 1).
+        """
         raw = self.raw_scores(query)
-        best = max(raw.values(), default=0.0)
-        if best <= 0:
+        if self.normalisation == "max":
+            bound = max(raw.values(), default=0.0)
+        else:
+            n = len(self._tf)
+            unseen = math.log(1.0 + (n + 0.5) / 0.5)
+            terms = Counter(tokenize(_clean_query(query)))
+            bound = sum(c * self._idf.get(t, unseen) * (self.K1 + 1) for t, c in terms.items())
+        if bound <= 0:
             return {name: 0.0 for name in raw}
-        return {name: value / best for name, value in raw.items()}
+        return {name: min(1.0, value / bound) for name, value in raw.items()}
 
     def search(self, query: str, top_k: int = 5) -> list[RetrievedTable]:
         top_k = _clamp_top_k(top_k)

@@ -18,7 +18,8 @@
    with ``max_rows=1`` and a short timeout, which catches what static checks cannot
    (aggregate misuse, type errors). A timeout is only a warning;
 6. **warnings** — ``SELECT *``, joins without a join condition, ``LIMIT`` without ``ORDER BY``,
-   double-quoted strings, empty results. Warnings never invalidate a query.
+   a double-quoted unknown name used as a result column (SQLite returns it as a string), empty
+   results, unchecked table-valued functions. Warnings never invalidate a query.
 
 A validator is built once per database and is safe to share between threads: everything it
 keeps on ``self`` is computed in ``__init__`` and never changed.
@@ -59,12 +60,22 @@ _WRITE_KEYWORDS = frozenset(
     {
         "INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "MERGE", "CREATE", "DROP", "ALTER",
         "TRUNCATE", "ATTACH", "DETACH", "PRAGMA", "VACUUM", "REINDEX", "ANALYZE", "BEGIN",
-        "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "GRANT", "REVOKE", "COPY", "LOAD",
-        "CALL", "EXEC", "EXECUTE", "SET", "USE", "RENAME", "COMMENT", "LOCK", "UNLOCK", "KILL",
+        "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "GRANT", "REVOKE", "COPY",
     }
 )  # fmt: skip
-_QUERY_START_WORDS = frozenset({"SELECT", "WITH", "VALUES", "EXPLAIN"})
-_SQL_START_WORDS = _WRITE_KEYWORDS | _QUERY_START_WORDS
+# Statement words of other engines; also common English words, so only trusted at a statement start.
+_OTHER_STATEMENT_KEYWORDS = frozenset(
+    {"LOAD", "CALL", "EXEC", "EXECUTE", "SET", "USE", "RENAME", "COMMENT", "LOCK", "UNLOCK", "KILL"}
+)
+# Words that keep text after a ';' from being dropped as prose (it may hide a second statement).
+_ALARM_WORDS = frozenset(
+    {
+        "INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "MERGE", "CREATE", "DROP", "ALTER",
+        "TRUNCATE", "ATTACH", "DETACH", "PRAGMA", "VACUUM", "REINDEX",
+    }
+)  # fmt: skip
+_QUERY_START_WORDS = frozenset({"SELECT", "WITH"})
+_SQL_START_WORDS = _WRITE_KEYWORDS | _QUERY_START_WORDS | {"VALUES", "EXPLAIN"}
 
 _DANGEROUS_NODES: tuple[type[exp.Expr], ...] = tuple(
     getattr(exp, name)
@@ -193,6 +204,7 @@ def _first_word(line: str) -> str:
 
 
 def _drop_leading_prose(body: str) -> str:
+    """Drop lines before the first ``SELECT``/``WITH`` line if they read as prose, not statements."""
     lines = body.split("\n")
     if lines and lines[0].strip().lower() in {"sql", "sqlite", "sql:", "query:", "sql query:"}:
         lines = lines[1:]
@@ -201,14 +213,15 @@ def _drop_leading_prose(body: str) -> str:
     first = lines[0].strip()
     # "SQL: SELECT ..." / "Query: SELECT ..." on one line
     head, sep, rest = first.partition(":")
-    if sep and len(head.split()) <= 3 and _first_word(rest) in _SQL_START_WORDS and _first_word(head) not in _SQL_START_WORDS:
+    if sep and len(head.split()) <= 3 and _first_word(rest) in _QUERY_START_WORDS and _first_word(head) not in _SQL_START_WORDS:
         lines[0] = rest.strip()
         return "\n".join(lines)
-    if _first_word(first) in _SQL_START_WORDS:
-        return "\n".join(lines)
-    for i, line in enumerate(lines[1:], start=1):
-        if _first_word(line) in _SQL_START_WORDS:
+    for i, line in enumerate(lines):
+        word = _first_word(line)
+        if word in _QUERY_START_WORDS:
             return "\n".join(lines[i:])
+        if word in _WRITE_KEYWORDS:
+            break  # a statement, not prose: keep everything for the policy check
     return "\n".join(lines)
 
 
@@ -228,7 +241,7 @@ def _drop_trailing_prose(body: str) -> str:
         if not rest:
             return body[: token.start]  # only comments follow: drop them with the ';'
         if rest[0].text.upper() not in _SQL_START_WORDS and rest[0].token_type == TokenType.VAR and not (
-            rest_words & _WRITE_KEYWORDS
+            rest_words & _ALARM_WORDS
         ):
             return body[: token.start]
         return body  # another statement follows: the policy check refuses it
@@ -354,8 +367,9 @@ class SQLValidator:
         try:
             parsed = sqlglot.parse(sql, read=self._dialect)
         except ParseError as exc:
-            if any(word in _WRITE_KEYWORDS for word in starts):
-                word = next(w for w in starts if w in _WRITE_KEYWORDS)
+            refused_words = _WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
+            if any(word in refused_words for word in starts):
+                word = next(w for w in starts if w in refused_words)
                 return _refused(sql, f"dangerous operation: {word} (only a single read-only SELECT is allowed)")
             return _invalid(sql, [f"syntax error: {_parse_error_text(exc)}"])
         except TokenError as exc:
@@ -481,6 +495,9 @@ class SQLValidator:
         real = self._table_names.get(name)
         if real is not None:
             return real
+        if name.startswith("sqlite_"):
+            found.warn(f"reads SQLite's system table {_orig(table.this)}: its columns were not checked")
+            return None
         shown = _orig(table.this)
         found.error(f"unknown table '{shown}'", self._did_you_mean(name, self._table_names.values()))
         if len(self._table_names) <= _MAX_LISTED_TABLES:
@@ -523,6 +540,10 @@ class SQLValidator:
         if scope.outer_columns:
             return frozenset(c.lower() for c in scope.outer_columns), True
         query = scope.expression
+        # the self-reference of a recursive CTE is scoped as its first arm, without the CTE's column list
+        body = query.parent
+        if isinstance(body, exp.SetOperation) and isinstance(body.parent, exp.CTE) and body.parent.alias_column_names:
+            return frozenset(c.lower() for c in body.parent.alias_column_names), True
         if isinstance(query, exp.Subquery):
             query = query.unnest()
         if isinstance(query, exp.SetOperation):
@@ -551,7 +572,7 @@ class SQLValidator:
                     cols, ok = self._source_outputs(source, outputs, depth)
                     names |= cols
                     complete = complete and ok
-            elif item.alias_or_name:
+            elif isinstance(item, exp.Alias | exp.Column) and item.alias_or_name:
                 names.add(item.alias_or_name.lower())
             else:
                 complete = False  # an unnamed expression: SQLite names it by its text
@@ -619,8 +640,8 @@ class SQLValidator:
                     + ")",
                 )
                 continue
-            if name in aliases or unsure:
-                continue
+            if unsure or (name in aliases and not _in_select_list(column, query)):
+                continue  # SQLite sees result aliases in ON/WHERE/GROUP BY/HAVING/ORDER BY, not in the list
             if name in _ROWID_NAMES and any(isinstance(s, exp.Table) for _, s in sources):
                 continue
             if self._resolves_outside(scope, name, outputs):
@@ -629,13 +650,15 @@ class SQLValidator:
                 # SQLite reads an unknown double-quoted name as a string. As a value (x = "Paris")
                 # that is what was meant; as a whole result/sort/group column it is a bad name.
                 if _used_as_column(column, query):
-                    hint = self._did_you_mean(name, {c for _, s in sources for c in self._source_outputs(s, outputs)[0]})
+                    hint = self._did_you_mean(
+                        name, {c for n, src in sources for c in self._display_columns(n, src, outputs)[1]}
+                    )
                     found.warn(
                         f'"{_orig(column.this)}" is not a column, so SQLite returns the constant string '
                         f"'{_orig(column.this)}' there" + (f" ({hint})" if hint else "")
                     )
                 continue
-            self._unknown_column(column, sources, found, outputs)
+            self._unknown_column(column, sources, found, outputs, outer=self._outer_sources(scope))
 
     def _check_set_operation_columns(self, scope: Scope, found: _Findings) -> None:
         """ORDER BY of a UNION/INTERSECT/EXCEPT may only name result columns (of any arm)."""
@@ -655,6 +678,15 @@ class SQLValidator:
                     f"ORDER BY term '{_orig(node.this)}' does not match a result column of the compound query",
                     f"order by one of: {', '.join(sorted(names))}",
                 )
+
+    def _outer_sources(self, scope: Scope) -> list:
+        """FROM sources of the enclosing queries a (correlated) subquery can see, nearest first."""
+        found = []
+        parent = scope.parent if scope.can_be_correlated else None
+        while parent is not None:
+            found.extend(_scope_sources(parent))
+            parent = parent.parent
+        return found
 
     def _outer_source(self, scope: Scope, qualifier: str):
         """The source called ``qualifier`` in an enclosing query a (correlated) subquery can see."""
@@ -678,9 +710,11 @@ class SQLValidator:
                 cols, complete = self._source_outputs(source, outputs)
                 if name in cols or not complete:
                     return True
-            if isinstance(parent.expression, exp.Select) and name in {
-                i.alias.lower() for i in parent.expression.expressions if isinstance(i, exp.Alias)
-            }:
+            if (
+                isinstance(parent.expression, exp.Select)
+                and name in {i.alias.lower() for i in parent.expression.expressions if isinstance(i, exp.Alias)}
+                and not _in_select_list(scope.expression, parent.expression)
+            ):
                 return True
             parent = parent.parent
         return False
@@ -708,20 +742,24 @@ class SQLValidator:
             hints.append("tables/aliases here: " + ", ".join(self._source_label(n, s) for n, s in by_name.items()))
         found.error(f"unknown table or alias '{shown_q}' in '{shown}'", *hints)
 
-    def _unknown_column(self, column: exp.Column, sources: list, found: _Findings, outputs) -> None:
+    def _display_columns(self, source_name: str, source, outputs) -> tuple[str, tuple[str, ...]]:
+        """(label, column names as declared) of a FROM source, for messages."""
+        if isinstance(source, exp.Table) and source.name in self._column_display:
+            return self._table_names[source.name], self._column_display[source.name]
+        cols, _ = self._source_outputs(source, outputs)
+        return source_name, tuple(sorted(cols))
+
+    def _unknown_column(
+        self, column: exp.Column, sources: list, found: _Findings, outputs, outer: list | None = None
+    ) -> None:
+        """Report ``column``; suggest from ``sources`` (listed) and ``outer`` (correlated, not listed)."""
         shown_name = _orig(column.this)
         qualifier = column.table
         shown = f"{_orig(column.args.get('table'))}.{shown_name}" if qualifier else shown_name
         candidates: dict[str, str] = {}
         listings = []
         for source_name, source in sources:
-            cols, _ = self._source_outputs(source, outputs)
-            if isinstance(source, exp.Table) and source.name in self._column_display:
-                display = self._column_display[source.name]
-                label = self._table_names[source.name]
-            else:
-                display = tuple(sorted(cols))
-                label = source_name
+            label, display = self._display_columns(source_name, source, outputs)
             for col in display:
                 key = col.lower()
                 qualified = f"{source_name}.{col}" if len(sources) > 1 else col
@@ -730,11 +768,13 @@ class SQLValidator:
                 more = len(display) - _MAX_LISTED_COLUMNS
                 listed = ", ".join(display[:_MAX_LISTED_COLUMNS]) + (f", ... (+{more})" if more > 0 else "")
                 listings.append(f"columns of {label}: {listed}")
+        for source_name, source in outer or []:
+            for col in self._display_columns(source_name, source, outputs)[1]:
+                candidates.setdefault(col.lower(), f"{source_name}.{col}")
         hints = [self._did_you_mean(column.name, candidates.keys(), qualify=candidates)]
         hints.extend(listings[:4])
-        elsewhere = [t for t in self._column_owners.get(column.name, ()) if t.lower() not in {
-            s.name for _, s in sources if isinstance(s, exp.Table)
-        }]
+        in_query = {s.name for _, s in [*sources, *(outer or [])] if isinstance(s, exp.Table)}
+        elsewhere = [t for t in self._column_owners.get(column.name, ()) if t.lower() not in in_query]
         if elsewhere:
             hints.append(f"'{shown_name}' is a column of {', '.join(elsewhere[:5])}: join that table to use it")
         found.error(f"unknown column '{shown}'", *hints)
@@ -796,7 +836,8 @@ class SQLValidator:
             name = target.alias_or_name
             if any(name in names for names in linked_names) or has_unqualified_link:
                 continue
-            shown = _orig(target.args.get("alias").this) if target.args.get("alias") and target.args["alias"].this else name
+            alias = target.args.get("alias")
+            shown = _orig(alias.this) if alias is not None and alias.this is not None else _orig(target.this)
             found.warn(
                 f"cartesian join: '{shown}' is joined without ON/USING and no WHERE condition links it "
                 "(every row pairs with every row): add a join condition"
@@ -845,9 +886,10 @@ def _statement_label(node: exp.Expr) -> str:
 def _policy_violation(tree: exp.Expr, starts: list[str]) -> str | None:
     """A refusal message if ``tree`` is not a plain read-only query, else None."""
     first = starts[0] if starts else ""
+    statement_words = _WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
     if not isinstance(tree, exp.Query):
-        if first in _WRITE_KEYWORDS or isinstance(tree, _DANGEROUS_NODES):
-            label = first if first in _WRITE_KEYWORDS else _statement_label(tree)
+        if first in statement_words or isinstance(tree, _DANGEROUS_NODES):
+            label = first if first in statement_words else _statement_label(tree)
             if isinstance(tree, exp.Insert) and tree.args.get("conflict") is not None:
                 label = "INSERT ... ON CONFLICT (upsert)"
             return f"dangerous operation: {label} (only a single read-only SELECT is allowed)"
@@ -937,6 +979,13 @@ def _using_columns(select: exp.Select) -> set[str]:
         for item in join.args.get("using") or []:
             names.add(item.name.lower())
     return names
+
+
+def _in_select_list(node: exp.Expr, query: exp.Expr) -> bool:
+    """True when ``node`` lies inside one of ``query``'s result expressions."""
+    while node is not None and node.parent is not query:
+        node = node.parent
+    return node is not None and node.arg_key == "expressions"
 
 
 def _used_as_column(column: exp.Column, query: exp.Select) -> bool:

@@ -177,6 +177,35 @@ def test_derived_table_columns_are_checked(validator: SQLValidator) -> None:
     assert "did you mean: nm?" in result.suggestions
 
 
+def test_names_inside_ctes_and_derived_tables_are_checked(validator: SQLValidator) -> None:
+    for sql in (
+        "WITH c AS (SELECT emial FROM users) SELECT * FROM c",
+        "SELECT t.* FROM (SELECT emial FROM users) AS t",
+        "SELECT name FROM users WHERE id IN (SELECT user_id FROM blocks WHERE emial = 'x')",
+    ):
+        result = validator.validate(sql)
+        assert result.errors == ["unknown column 'emial'"], sql
+        assert any(s in {"did you mean: email?", "did you mean: users.email?"} for s in result.suggestions), sql
+
+
+def test_result_alias_is_not_visible_in_the_select_list(validator: SQLValidator) -> None:
+    assert validator.validate("SELECT name AS n FROM users WHERE n <> 'Bob' ORDER BY n").valid
+    result = validator.validate("SELECT name AS n, upper(n) FROM users")
+    assert result.errors == ["unknown column 'n'"]
+
+
+def test_recursive_cte_columns(validator: SQLValidator) -> None:
+    result = validator.validate("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT m + 1 FROM c WHERE n < 3) SELECT n FROM c")
+    assert result.errors == ["unknown column 'm'"]
+    assert "columns of c: n" in result.suggestions
+
+
+def test_system_table_is_a_warning(validator: SQLValidator) -> None:
+    result = validator.validate("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert result.valid, result.render()
+    assert any("system table sqlite_master" in w for w in result.warnings)
+
+
 def test_ambiguous_column(validator: SQLValidator) -> None:
     result = validator.validate("SELECT id FROM users JOIN blocks ON users.id = blocks.user_id")
     assert not result.valid
@@ -297,6 +326,9 @@ def test_dangerous_corpus_leaves_the_database_unchanged(
         ("`SELECT 1`", "SELECT 1"),
         ("  SELECT ';' FROM users  ", "SELECT ';' FROM users"),
         ("SELECT 1; DROP TABLE users", "SELECT 1; DROP TABLE users"),  # kept: the policy refuses it
+        ("DROP TABLE users;\nSELECT 1", "DROP TABLE users;\nSELECT 1"),  # a statement is not prose
+        ("Use the following query:\nSELECT 1", "SELECT 1"),
+        ("SELECT 1; This uses the index.", "SELECT 1"),
     ],
 )
 def test_clean_sql(text: str, expected: str) -> None:

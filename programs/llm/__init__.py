@@ -1,0 +1,32 @@
+"""Language-model layer: embedded GGUF assembly, the llama.cpp DSPy engine, LM factory, prices.
+
+Import from the submodules (``programs.llm.factory.build_lm`` etc.); this
+package module re-exports the public names lazily so importing it is cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "build_lm": "programs.llm.factory",
+    "resolve_model_name": "programs.llm.factory",
+    "is_local_model": "programs.llm.factory",
+    "LOCAL_MODEL": "programs.llm.factory",
+    "LlamaCppEngine": "programs.llm.llama_engine",
+    "EngineStats": "programs.llm.llama_engine",
+    "get_shared_llama": "programs.llm.llama_engine",
+    "ensure_local_model": "programs.llm.model_files",
+    "cost_usd": "programs.llm.pricing",
+    "price_known": "programs.llm.pricing",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'programs.llm' has no attribute {name!r}")
+    return getattr(import_module(module), name)

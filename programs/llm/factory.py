@@ -1,0 +1,184 @@
+"""The one place that builds ``dspy.LM`` objects for text2sql-dspy.
+
+Contract of :func:`build_lm`:
+
+* Model string resolution: explicit argument, else ``$TEXT2SQL_MODEL`` (agent)
+  or ``$TEXT2SQL_JUDGE_MODEL`` then ``$LLM_JUDGE_MODEL`` (judge), else the
+  judge falls back to the agent's model, else ``"local"``.
+* ``"local"`` / ``"local/qwen2.5-coder-1.5b"`` -> the embedded GGUF through
+  :class:`~programs.llm.llama_engine.LlamaCppEngine` (one shared llama.cpp
+  instance per process), temperature 0, DSPy response cache OFF by default
+  (so benchmarks see real latency; pass ``cache=True`` to enable). Building
+  does not load the model; the first call does.
+* Any other ``provider/model`` string goes to ``dspy.LM`` (lm15/LiteLLM).
+  Problems are reported at build time, before any call, as
+  :class:`programs.errors.ConfigurationError`: a missing
+  ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``, a string without a provider
+  prefix, or a provider LiteLLM does not know. ``openai/<name>`` with
+  ``api_base`` (kwarg, ``$TEXT2SQL_API_BASE`` or ``$OPENAI_API_BASE``) targets a
+  self-hosted OpenAI-compatible server (vLLM, SGLang); no key is needed there.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import dspy
+
+from programs.errors import ConfigurationError
+from programs.llm.llama_engine import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_N_CTX,
+    DEFAULT_PREFIX_CACHE,
+    LOCAL_MODEL_NAME,
+    LlamaCppEngine,
+)
+
+__all__ = [
+    "LOCAL_MODEL",
+    "LOCAL_MODEL_ALIASES",
+    "Role",
+    "is_local_model",
+    "resolve_model_name",
+    "build_lm",
+]
+
+LOCAL_MODEL = "local"
+LOCAL_MODEL_ALIASES = frozenset({LOCAL_MODEL, LOCAL_MODEL_NAME})
+Role = Literal["agent", "judge"]
+
+REMOTE_MAX_TOKENS = 4096
+_EXAMPLES = (
+    "'local' (embedded Qwen2.5-Coder-1.5B), 'anthropic/claude-sonnet-4-5', "
+    "'anthropic/claude-haiku-4-5', 'openai/gpt-4o-mini', "
+    "'openai/Qwen/Qwen2.5-Coder-7B-Instruct' with api_base=http://host:8000/v1 (vLLM/SGLang)"
+)
+# Providers accepted without importing LiteLLM (its import is slow).
+_WELL_KNOWN_PROVIDERS = frozenset({
+    "anthropic", "openai", "azure", "gemini", "vertex_ai", "bedrock", "hosted_vllm", "ollama",
+    "ollama_chat", "openrouter", "groq", "together_ai", "mistral", "deepseek", "fireworks_ai",
+    "databricks", "xai", "cohere",
+})
+_LOCAL_ONLY_KWARGS = ("n_ctx", "n_threads", "prefix_cache", "model_path")
+
+
+def is_local_model(model: str) -> bool:
+    """True for the embedded model's names (case-insensitive)."""
+    return model.strip().lower() in LOCAL_MODEL_ALIASES
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def resolve_model_name(model: str | None = None, *, role: Role = "agent") -> str:
+    """Apply the resolution order documented in the module docstring."""
+    if role not in ("agent", "judge"):
+        raise ConfigurationError(f"role must be 'agent' or 'judge', got {role!r}")
+    if model is not None and model.strip():
+        return model.strip()
+    if role == "judge":
+        judge = _env("TEXT2SQL_JUDGE_MODEL") or _env("LLM_JUDGE_MODEL")
+        if judge:
+            return judge
+    return _env("TEXT2SQL_MODEL") or LOCAL_MODEL
+
+
+def _known_provider(provider: str) -> bool:
+    if provider in _WELL_KNOWN_PROVIDERS:
+        return True
+    # Keep LiteLLM offline: without this it fetches a price map over the network on import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError:  # pragma: no cover - litellm is a dspy dependency
+        return False
+    known = {getattr(p, "value", p) for p in getattr(litellm, "provider_list", ())}
+    return provider in known
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = _env(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
+    for key in ("api_key", "api_base", "base_url"):
+        if kwargs.get(key) is not None:
+            raise ConfigurationError(f"{key}= does not apply to the local model; drop it or pick a remote model.")
+    engine = LlamaCppEngine(
+        kwargs.pop("model_path", None),
+        n_ctx=int(kwargs.pop("n_ctx", None) or _int_env("TEXT2SQL_N_CTX", DEFAULT_N_CTX)),
+        n_threads=kwargs.pop("n_threads", None),
+        prefix_cache=kwargs.pop("prefix_cache", DEFAULT_PREFIX_CACHE),
+    )
+    return dspy.LM(
+        LOCAL_MODEL_NAME,
+        engine=engine,
+        temperature=kwargs.pop("temperature", 0.0),
+        max_tokens=kwargs.pop("max_tokens", DEFAULT_MAX_TOKENS),
+        cache=kwargs.pop("cache", False),
+        num_retries=kwargs.pop("num_retries", 1),
+        **kwargs,
+    )
+
+
+def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
+    provider, sep, name = model.partition("/")
+    if not sep or not provider or not name:
+        raise ConfigurationError(
+            f"Unknown model {model!r}: expected 'local' or a 'provider/model' string, e.g. {_EXAMPLES}."
+        )
+    provider = provider.lower()
+    if not _known_provider(provider):
+        raise ConfigurationError(
+            f"Unknown model provider {provider!r} in {model!r}. Valid examples: {_EXAMPLES}."
+        )
+    local_only = [key for key in _LOCAL_ONLY_KWARGS if key in kwargs]
+    if local_only:
+        raise ConfigurationError(f"{local_only} only apply to the local model, not {model!r}.")
+
+    if provider == "anthropic" and not (kwargs.get("api_key") or _env("ANTHROPIC_API_KEY")):
+        raise ConfigurationError(
+            f"Model {model!r} needs an Anthropic API key: set ANTHROPIC_API_KEY "
+            "(or use TEXT2SQL_MODEL=local for the embedded model)."
+        )
+    if provider == "openai":
+        api_base = kwargs.pop("api_base", None) or _env("TEXT2SQL_API_BASE") or _env("OPENAI_API_BASE")
+        if api_base:
+            kwargs["api_base"] = api_base
+            # Self-hosted OpenAI-compatible servers ignore the key but the client needs one.
+            kwargs.setdefault("api_key", _env("OPENAI_API_KEY") or "EMPTY")
+        elif not (kwargs.get("api_key") or _env("OPENAI_API_KEY")):
+            raise ConfigurationError(
+                f"Model {model!r} needs OPENAI_API_KEY, or api_base / TEXT2SQL_API_BASE pointing at a "
+                "self-hosted OpenAI-compatible server (vLLM, SGLang)."
+            )
+    return dspy.LM(
+        model,
+        temperature=kwargs.pop("temperature", 0.0),
+        max_tokens=kwargs.pop("max_tokens", REMOTE_MAX_TOKENS),
+        cache=kwargs.pop("cache", True),
+        **kwargs,
+    )
+
+
+def build_lm(model: str | None = None, *, role: Role = "agent", **kwargs: Any) -> dspy.LM:
+    """Build the ``dspy.LM`` for ``role``; see the module docstring for the rules.
+
+    Extra ``kwargs`` go to ``dspy.LM`` (``temperature``, ``max_tokens``, ``cache``,
+    ``num_retries``, ``api_key``, ``api_base``, ...); for the local model also
+    ``n_ctx`` (default ``$TEXT2SQL_N_CTX`` or 8192), ``n_threads``,
+    ``prefix_cache`` and ``model_path``.
+    """
+    name = resolve_model_name(model, role=role)
+    if is_local_model(name):
+        return _build_local(dict(kwargs))
+    return _build_remote(name, dict(kwargs))
