@@ -685,7 +685,7 @@ class SQLValidator:
         parent = scope.parent if scope.can_be_correlated else None
         while parent is not None:
             found.extend(_scope_sources(parent))
-            parent = parent.parent
+            parent = parent.parent if parent.can_be_correlated else None  # stop at a CTE/derived table
         return found
 
     def _outer_source(self, scope: Scope, qualifier: str):
@@ -697,7 +697,7 @@ class SQLValidator:
             for name, source in _scope_sources(parent):
                 if name == qualifier:
                     return source
-            parent = parent.parent
+            parent = parent.parent if parent.can_be_correlated else None  # stop at a CTE/derived table
         return None
 
     def _resolves_outside(self, scope: Scope, name: str, outputs) -> bool:
@@ -716,7 +716,7 @@ class SQLValidator:
                 and not _in_select_list(scope.expression, parent.expression)
             ):
                 return True
-            parent = parent.parent
+            parent = parent.parent if parent.can_be_correlated else None  # stop at a CTE/derived table
         return False
 
     def _source_label(self, name: str, source) -> str:

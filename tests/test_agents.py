@@ -145,16 +145,21 @@ def test_judge_loop_prevention_stops_when_score_does_not_improve(tiny_db: Path, 
     assert result["judge_score"] is None or result["judge_score"] <= 0.5
 
 
-class FailingLM(DummyLM):
-    def __init__(self) -> None:
-        super().__init__([])
+class FailingEngine:
+    """A DSPy engine whose every call fails, like a judge service that is down."""
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
+    def complete(self, request: Any) -> Any:
         raise RuntimeError("judge service unavailable")
+
+    def stream(self, request: Any) -> Any:
+        raise RuntimeError("judge service unavailable")
+
+    def close(self) -> None:
+        pass
 
 
 def test_failing_judge_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
-    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL, 0.8)], judge_lm=FailingLM())
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL, 0.8)], judge_lm=dspy.LM("failing/judge", engine=FailingEngine(), num_retries=0))
     result = program.run("How many users are suspended?")
     assert result["judge_degraded"] and "judge service unavailable" in result["judge_errors"][0]
     assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(0.8)
@@ -214,5 +219,5 @@ def test_judge_loop_prevention_rule() -> None:
 def test_agents_are_dspy_modules_with_tunable_predictors(tiny_db: Path, tiny_schemas: Path) -> None:
     program = agent(ReActAgentV2, tiny_db, tiny_schemas, [])
     names = {name for name, _ in program.named_predictors()}
-    assert {"draft", "judge", "agent.react", "agent.extract"} <= names
+    assert {"draft", "judge", "agent.react", "agent.extract.predict"} <= names
     assert isinstance(program, dspy.Module)
