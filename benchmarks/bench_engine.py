@@ -126,7 +126,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="repetitions of the prefix-cache scenarios")
     parser.add_argument("--prefix-tokens", type=int, default=600)
     parser.add_argument("--max-tokens", type=int, default=32, help="max_tokens for scenario calls")
-    parser.add_argument("--ram-cache", choices=["off", "on", "both"], default="both")
+    parser.add_argument("--ram-cache", choices=["off", "stock", "slim", "all"], default="all",
+                        help="KV-state RAM cache: none, stock llama_cpp.LlamaRAMCache, the engine's slim one")
+    parser.add_argument("--gen-tokens", type=int, default=64, help="tokens generated for the tok/s figure")
     parser.add_argument("--skip-assembly", action="store_true", help="skip the fresh-assembly timing")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
@@ -165,7 +167,7 @@ def main() -> int:
     # 3. throughput (no RAM cache, cold KV)
     shared.set_prefix_cache(False)
     shared.clear_kv()
-    long_prefix = schema_text(shared, 1000, "agent")
+    long_prefix = schema_text(shared, args.prefix_tokens, "throughput")
     question = "Write twenty different SQL queries over this schema, numbered, one per line."
     call(lm, long_prefix, question, 1)  # warm-up (first decode allocates buffers)
     shared.clear_kv()
@@ -174,7 +176,7 @@ def main() -> int:
     d = delta(snapshot(shared), before)
     prompt_tps = d.prompt_tokens / t_prompt
     before = snapshot(shared)
-    t_gen = call(lm, long_prefix, question, 128)  # prompt now cached: ~pure generation
+    t_gen = call(lm, long_prefix, question, args.gen_tokens)  # prompt now cached: ~pure generation
     g = delta(snapshot(shared), before)
     gen_tps = g.completion_tokens / t_gen
     results.update(prompt_tokens_per_s=prompt_tps, generation_tokens_per_s=gen_tps)
@@ -187,13 +189,14 @@ def main() -> int:
     judge_prefix = schema_text(shared, args.prefix_tokens, "judge")
     print(f"scenario prefixes: agent {len(shared.tokenize(agent_prefix))} tokens, "
           f"judge {len(shared.tokenize(judge_prefix))} tokens; max_tokens={args.max_tokens}")
-    modes = ["off", "on"] if args.ram_cache == "both" else [args.ram_cache]
+    modes = ["off", "stock", "slim"] if args.ram_cache == "all" else [args.ram_cache]
     scen: dict[str, list[dict[str, float]]] = {}
     for mode in modes:
-        shared.set_prefix_cache(mode == "on")
+        shared.set_prefix_cache(mode != "off", slim=mode == "slim")
         for r in range(args.rounds):
             shared.clear_kv()
-            print(f"LlamaRAMCache {mode.upper()} (round {r + 1}/{args.rounds})")
+            label = {"off": "no RAM cache", "stock": "stock LlamaRAMCache", "slim": "slim LlamaRAMCache (engine default)"}
+            print(f"{label[mode]} (round {r + 1}/{args.rounds}, loadavg {os.getloadavg()[0]:.2f})")
             before = snapshot(shared)
             lat = [call(lm, agent_prefix, q, args.max_tokens) for q in AGENT_QUESTIONS[:5]]
             da = delta(snapshot(shared), before)
@@ -212,19 +215,20 @@ def main() -> int:
             })
         print(f"  RSS now {rss_mb():.0f} MB")
     results["scenarios"] = scen
-    if len(modes) == 2:
+    if "off" in scen:
         for phase in ("A", "B"):
             off = statistics.median(x[f"{phase}_total_s"] for x in scen["off"])
-            on = statistics.median(x[f"{phase}_total_s"] for x in scen["on"])
-            print(f"phase {phase}: LlamaRAMCache off {off:.2f}s vs on {on:.2f}s -> "
-                  f"{'helps' if on < off else 'does not help'} ({(off - on) / off:+.0%})")
+            for mode in [m for m in modes if m != "off"]:
+                on = statistics.median(x[f"{phase}_total_s"] for x in scen[mode])
+                print(f"phase {phase}: {mode} RAM cache {on:.2f}s vs none {off:.2f}s -> "
+                      f"{'helps' if on < off else 'does not help'} ({(off - on) / off:+.0%} time saved)")
 
     total = shared.stats
     results["overall"] = total.as_dict()
     results["peak_rss_mb"] = peak_rss_mb()
     print(f"overall: {total.calls} calls, prefix hit ratio {total.prefix_hit_ratio:.1%}, "
           f"{total.completion_tokens} completion tokens, {total.seconds:.1f}s in llama.cpp")
-    print(f"peak RSS (getrusage ru_maxrss): {results['peak_rss_mb']:.0f} MB")
+    print(f"peak RSS (getrusage ru_maxrss): {results['peak_rss_mb']:.0f} MB; loadavg at end {os.getloadavg()[0]:.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

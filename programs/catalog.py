@@ -315,12 +315,27 @@ def _distinct_values(conn: sqlite3.Connection, table: str, column: str, limit: i
 
 
 def _column_comment(column: Column, samples: bool) -> str:
+    """Description (not for keys, which describe themselves) and a few stored values.
+
+    Values are shown only for text columns whose description does not already quote them,
+    and never for timestamps, whose format the description gives: they would cost tokens
+    and teach nothing.
+    """
     parts = []
-    if column.description:
+    if column.description and not column.primary_key:
         parts.append(_one_line(column.description))
-    if samples and column.samples and not (column.primary_key or column.references):
-        parts.append("e.g. " + ", ".join(repr(s) for s in column.samples))
+    describes_values = "'" in column.description
+    if samples and column.samples and column.type.upper() == "TEXT" and not describes_values and not column.references:
+        shown = [s for s in column.samples if isinstance(s, str) and not _looks_like_timestamp(s)][:3]
+        if shown:
+            parts.append("e.g. " + ", ".join(repr(v[:24]) for v in shown))
+    elif samples and column.samples and not column.description and not (column.primary_key or column.references):
+        parts.append("e.g. " + ", ".join(repr(v) for v in column.samples[:3]))
     return " ".join(parts)
+
+
+def _looks_like_timestamp(value: str) -> bool:
+    return len(value) >= 10 and value[:4].isdigit() and value[4] == "-" and value[7] == "-"
 
 
 def _unless_same(natural_name: str, identifier: str) -> str:

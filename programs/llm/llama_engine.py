@@ -85,7 +85,7 @@ DEFAULT_MAX_TOKENS = 1024
 # judge) each reuse their own prefix instead of evicting each other's.
 DEFAULT_PREFIX_CACHE = True
 DEFAULT_PREFIX_CACHE_ENTRIES = 4
-DEFAULT_PREFIX_CACHE_BYTES = 3 << 30
+DEFAULT_PREFIX_CACHE_BYTES = 1 << 30
 
 # llama.cpp generation options a caller may pass through Config.extensions.
 _EXTENSION_OPTIONS = frozenset({"repeat_penalty", "min_p", "typical_p", "mirostat_mode", "mirostat_tau", "mirostat_eta"})
@@ -125,10 +125,17 @@ def _lcp(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _make_prefix_cache(capacity_bytes: int, max_entries: int) -> llama_cpp.BaseLlamaCache:
-    """A ``LlamaRAMCache`` whose size also counts the saved logits, capped in entries."""
+    """A ``LlamaRAMCache`` of slim KV states, bounded in bytes and entries.
+
+    ``Llama.save_state`` also copies the logits of up to ``n_batch`` positions
+    (512 x 151,936 floats = 311 MB for this model) although, with
+    ``logits_all=False``, ``load_state`` forces a re-evaluation that recomputes
+    them. Keeping one row (``load_state`` broadcasts it) cuts each entry to the
+    KV bytes (~28 KB/token) and makes a load ~50 ms instead of 0.15-2.5 s.
+    """
     import llama_cpp
 
-    class _BoundedRAMCache(llama_cpp.LlamaRAMCache):
+    class _SlimRAMCache(llama_cpp.LlamaRAMCache):
         @property
         def cache_size(self) -> int:
             return sum(
@@ -136,11 +143,14 @@ def _make_prefix_cache(capacity_bytes: int, max_entries: int) -> llama_cpp.BaseL
             )
 
         def __setitem__(self, key: Sequence[int], value: Any) -> None:
+            scores = getattr(value, "scores", None)
+            if scores is not None and getattr(scores, "ndim", 0) == 2 and scores.shape[0] > 1:
+                value.scores = scores[-1:].copy()
             super().__setitem__(key, value)
             while len(self.cache_state) > max_entries:
                 self.cache_state.popitem(last=False)
 
-    return _BoundedRAMCache(capacity_bytes=capacity_bytes)
+    return _SlimRAMCache(capacity_bytes=capacity_bytes)
 
 
 class SharedLlama:
@@ -238,11 +248,19 @@ class SharedLlama:
             if cache is not None and hasattr(cache, "cache_state"):
                 cache.cache_state.clear()
 
-    def set_prefix_cache(self, enabled: bool, *, entries: int = DEFAULT_PREFIX_CACHE_ENTRIES,
+    def set_prefix_cache(self, enabled: bool, *, slim: bool = True, entries: int = DEFAULT_PREFIX_CACHE_ENTRIES,
                          capacity_bytes: int = DEFAULT_PREFIX_CACHE_BYTES) -> None:
+        """Switch the KV-state RAM cache; ``slim=False`` installs a stock ``llama_cpp.LlamaRAMCache``."""
+        import llama_cpp
+
         with self.lock:
             self.prefix_cache = enabled
-            self.llm.set_cache(_make_prefix_cache(capacity_bytes, entries) if enabled else None)
+            if not enabled:
+                self.llm.set_cache(None)
+            elif slim:
+                self.llm.set_cache(_make_prefix_cache(capacity_bytes, entries))
+            else:
+                self.llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=capacity_bytes))
 
     def close(self) -> None:
         with self.lock:
