@@ -1,0 +1,46 @@
+"""The CLI turns user mistakes into one-line errors that name the fix, with exit status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from programs.cli import EXIT_USER_ERROR, main
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["ask", "   "], "question is empty"),
+        (["ask", "How many users?", "--db", "/nonexistent/x.sqlite"], "database file not found"),
+        (["ask", "How many users?", "--program", "v9"], "unknown program 'v9'"),
+        (["ask", "How many users?", "--program", "missing.json"], "compiled program not found"),
+        (["ask", "How many users?", "--model", "no-provider-here", "--retrieval", "keyword"], "local"),
+        (["ask", "How many users?", "--model", "anthropic/claude-haiku-4-5", "--retrieval", "keyword"],
+         "ANTHROPIC_API_KEY"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_db: Path, argv: list[str], needle: str
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    if "--db" not in argv:
+        argv = [*argv, "--db", str(tiny_db)]
+    code, err = run_cli(capsys, *argv)
+    assert code == EXIT_USER_ERROR
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
+    assert needle in err
+
+
+def test_corrupt_database_is_a_user_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"\x00garbage" * 64)
+    code, err = run_cli(capsys, "ask", "How many users?", "--db", str(junk))
+    assert code == EXIT_USER_ERROR and "not a readable SQLite database" in err

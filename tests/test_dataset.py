@@ -1,0 +1,44 @@
+"""Spider-format loading: the bundled data/ and any other folder load the same way."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from programs.dataset import BUNDLED_DATA, load_split
+from programs.errors import ConfigurationError, DatabaseError
+
+
+def spider_folder(tmp_path: Path, tiny_db: Path, records: list[dict]) -> Path:
+    folder = tmp_path / "spider"
+    (folder / "database" / "tiny").mkdir(parents=True)
+    shutil.copy(tiny_db, folder / "database" / "tiny" / "tiny.sqlite")
+    (folder / "dev.json").write_text(json.dumps(records))
+    return folder
+
+
+def test_spider_folder_loads_examples_with_resolved_database(tmp_path: Path, tiny_db: Path) -> None:
+    records = [{"db_id": "tiny", "question": f"q{i}", "query": "SELECT 1"} for i in range(3)]
+    examples = load_split(spider_folder(tmp_path, tiny_db, records), "dev", limit=2)
+    assert [e.question for e in examples] == ["q0", "q1"]
+    example = examples[0]
+    assert set(example.inputs().keys()) == {"question", "db_id", "db_path"}
+    assert Path(example.db_path).is_absolute() and Path(example.db_path).is_file()
+    assert example.gold_sql == "SELECT 1"
+
+
+def test_bundled_test_split_loads_and_builds_its_database() -> None:
+    examples = load_split(BUNDLED_DATA, "test", limit=3)
+    assert len(examples) == 3 and all(e.db_id == "saas" for e in examples)
+    assert Path(examples[0].db_path).name == "saas.sqlite"
+
+
+def test_unknown_split_and_missing_database_are_clear_errors(tmp_path: Path, tiny_db: Path) -> None:
+    folder = spider_folder(tmp_path, tiny_db, [{"db_id": "ghost", "question": "q", "query": "SELECT 1"}])
+    with pytest.raises(ConfigurationError, match="Available splits: dev"):
+        load_split(folder, "test")
+    with pytest.raises(DatabaseError, match="ghost"):
+        load_split(folder, "dev")
