@@ -23,7 +23,7 @@ from programs.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
 from programs.retriever import make_retriever
 from programs.source import DataSource
 from programs.validator import SQLValidator, ValidationResult, clean_sql
-from signatures import DraftSQL, JudgeSQL, LLMJudgeOutput, verdict_from
+from signatures import DraftSQL, JudgeSQL, LLMJudgeOutput
 
 AGENT_INSTRUCTIONS = """You are a SQL agent. Your goal: submit one read-only SQL query that answers the question.
 The trajectory shows the query drafted so far and what the checks said about it.
@@ -233,7 +233,7 @@ class ReActAgentV2(ReActAgent):
             )
         if pred is None:
             return LLMJudgeOutput(is_correct=False, correctness_score=0.0, issues=[f"judge output unusable: {error}"])
-        return verdict_from(pred)
+        return LLMJudgeOutput.from_prediction(pred)
 
     def _accept_opening(self, toolbox: Toolbox, trajectory: dict[str, Any], sql: str) -> bool:
         observation = toolbox.llm_judge_evaluate(sql, toolbox.agent_explanation)

@@ -52,6 +52,14 @@ class LLMJudgeOutput(BaseModel):
     def _as_text(cls, value: Any) -> str:
         return "" if value is None else str(value)
 
+    @classmethod
+    def from_prediction(cls, prediction: dspy.Prediction) -> LLMJudgeOutput:
+        """The verdict in a :class:`JudgeSQL` prediction; unusable fields fall back to their defaults."""
+        fields = {k: prediction.get(k) for k in cls.model_fields if prediction.get(k) is not None}
+        if not isinstance(fields.get("is_correct"), bool):
+            fields.pop("is_correct", None)
+        return cls.model_validate(fields)
+
 
 class JudgeSQL(dspy.Signature):
     __doc__ = (
@@ -82,11 +90,3 @@ class JudgeAgainstReference(dspy.Signature):
     prediction: str = dspy.InputField(desc="the answer under evaluation")
     golden_answer: str = dspy.InputField(desc="the ground-truth answer")
     score: float = dspy.OutputField(desc="a single number from 0.0 to 1.0")
-
-
-def verdict_from(prediction: dspy.Prediction) -> LLMJudgeOutput:
-    """Build a validated verdict from a :class:`JudgeSQL` prediction (bad fields fall back to defaults)."""
-    fields = {k: prediction.get(k) for k in LLMJudgeOutput.model_fields if prediction.get(k) is not None}
-    if not isinstance(fields.get("is_correct"), bool):
-        fields.pop("is_correct", None)
-    return LLMJudgeOutput.model_validate(fields)
