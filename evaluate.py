@@ -63,7 +63,7 @@ def evaluate(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
     _check_resumable(out, {"data": str(Path(args.data).resolve()), "split": args.split})
-    done = _load_records(records_file)
+    done = load_records(records_file)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
@@ -147,7 +147,7 @@ def _check_resumable(out: Path, run: dict[str, str]) -> None:
         marker.write_text(json.dumps(run))
 
 
-def _load_records(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+def load_records(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     done: dict[tuple[str, int], dict[str, Any]] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():

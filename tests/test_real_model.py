@@ -59,3 +59,15 @@ def test_context_overflow_is_a_clear_error(local_lm: dspy.LM) -> None:
     n_ctx = local_lm.engine.n_ctx
     with pytest.raises(dspy.ContextWindowExceededError, match=f"n_ctx={n_ctx}"):
         local_lm("word " * (n_ctx + 100))
+
+
+def test_v2_answers_an_easy_bundled_question_with_sql_that_runs(local_lm: dspy.LM) -> None:
+    from programs import ReActAgentV2, bundled_database
+    from programs.llm.factory import build_lm
+
+    agent = ReActAgentV2(bundled_database(), retrieval_type="keyword", top_k=3, lm=build_lm("local"))
+    result = agent.run("How many organizations are there?")
+    assert result["valid"], result["reasoning_steps"]
+    rows = agent.source().database.execute(result["query"])
+    assert rows.ok and rows.rows, rows.error
+    assert result["lm_calls"] >= 2 and result["judge_calls"] >= 1
