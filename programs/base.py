@@ -42,7 +42,7 @@ class Text2SQLProgram(dspy.Module):
         self.top_k = top_k
         self.model_id = model_id
         self._lm = lm
-        if self.db_path is not None:
+        if self.db_path is not None or self.schema_path is not None:
             self.source()  # fail at construction on a missing database or a malformed schema
 
     @property
@@ -56,8 +56,8 @@ class Text2SQLProgram(dspy.Module):
 
     def source(self, db_path: Path | str | None = None) -> DataSource:
         path = db_path or self.db_path
-        if path is None:
-            raise ConfigurationError("no database given: pass db_path=... to the program or to the call.")
+        if path is None and self.schema_path is None:
+            raise ConfigurationError("no database given: pass db_path=... (or schema_path=...) to the program.")
         return open_source(path, self.schema_path)
 
     def retrieve(self, source: DataSource, query: str) -> tuple[list[str], str]:

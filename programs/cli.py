@@ -85,8 +85,9 @@ def ask(args: argparse.Namespace) -> int:
             print(f"\n[{i}] {step.get('thought', '')}\n    -> {step.get('tool', '')}({json.dumps(step.get('args'), default=str)})")
             for obs_line in str(step.get("observation", "")).splitlines():
                 print(f"    | {obs_line}")
-    if args.execute and result["query"]:
-        print_rows(program.source(db_path).database.execute(result["query"], max_rows=args.rows))
+    database = program.source(db_path).database
+    if args.execute and result["query"] and database is not None:
+        print_rows(database.execute(result["query"], max_rows=args.rows))
     return 0
 
 

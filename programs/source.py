@@ -6,32 +6,39 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from programs.catalog import Catalog, introspect_sqlite, load_schema_dir
+from programs.catalog import SCHEMA_SUFFIXES, Catalog, introspect_sqlite, load_schema_dir
 from programs.database import Database, open_database
-from programs.dataset import BUNDLED_SCHEMAS
+from programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from programs.errors import SchemaFileError
 
 
 @dataclass(frozen=True)
 class DataSource:
-    """A read-only database and the catalog describing it (with sample values)."""
+    """A read-only database and the catalog describing it (with sample values).
+
+    ``database`` is None when only schema files were given: queries are then checked
+    statically, without a dry run.
+    """
 
     db_id: str
     catalog: Catalog
-    database: Database
+    database: Database | None
 
 
 _cache: dict[tuple[str, str | None], DataSource] = {}
 _lock = threading.Lock()
 
 
-def open_source(db_path: Path | str, schema_dir: Path | str | None = None) -> DataSource:
+def open_source(db_path: Path | str | None, schema_dir: Path | str | None = None) -> DataSource:
     """Open ``db_path`` read-only and describe it, once per process for each (path, schema folder).
 
     The catalog comes from ``schema_dir`` if given, else from ``schemas/<db_id>`` when the project
     ships one, else from introspecting the database. A schema folder that names tables or columns
-    the database lacks raises :class:`SchemaFileError`.
+    the database lacks raises :class:`SchemaFileError`. With no ``db_path``, the schema folder
+    alone describes the data (the bundled schemas find their bundled database).
     """
+    if db_path is None:
+        return _schema_only(schema_dir)
     path = Path(db_path).resolve()
     db_id = path.stem
     if schema_dir is None and (BUNDLED_SCHEMAS / db_id).is_dir():
@@ -45,6 +52,23 @@ def open_source(db_path: Path | str, schema_dir: Path | str | None = None) -> Da
             if schema_dir is not None:
                 check_agreement(catalog, actual)
             _cache[key] = DataSource(db_id, catalog.with_samples(path), database)
+        return _cache[key]
+
+
+def _schema_only(schema_dir: Path | str | None) -> DataSource:
+    if schema_dir is None:
+        raise SchemaFileError("give a database (db_path) or a schema folder (schema_path).")
+    folder = Path(schema_dir).resolve()
+    tables_here = any(p.suffix.lower() in SCHEMA_SUFFIXES for p in folder.glob("*"))
+    subfolders = [p for p in folder.glob("*") if p.is_dir()]
+    if folder.is_dir() and not tables_here and len(subfolders) == 1:
+        folder = subfolders[0]  # schemas/ holding one database's folder, as in schema_path="schemas/"
+    if folder.parent == BUNDLED_SCHEMAS.resolve() and folder.name == BUNDLED_DB_ID:
+        return open_source(ensure_bundled_database(), folder)
+    key = ("", str(folder))
+    with _lock:
+        if key not in _cache:
+            _cache[key] = DataSource(folder.name, load_schema_dir(folder), None)
         return _cache[key]
 
 

@@ -12,6 +12,7 @@ from dspy.utils.dummies import DummyLM
 from programs.agent_tools import AgentStateV2, combined_confidence
 from programs.agents import ReActAgent, ReActAgentV2
 from programs.baseline import Baseline
+from programs.dataset import BUNDLED_SCHEMAS
 from programs.errors import QuestionError
 from programs.validator import ValidationResult
 
@@ -221,3 +222,17 @@ def test_agents_are_dspy_modules_with_tunable_predictors(tiny_db: Path, tiny_sch
     names = {name for name, _ in program.named_predictors()}
     assert {"draft", "judge", "agent.react", "agent.extract.predict"} <= names
     assert isinstance(program, dspy.Module)
+
+
+def test_schema_files_alone_are_enough(tiny_schemas: Path) -> None:
+    program = ReActAgent(schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM([draft(GOOD_SQL)]))
+    result = program.run("How many users are suspended?")
+    assert result["valid"] and result["query"] == GOOD_SQL
+    assert program.source().database is None  # no database: static checks only, no dry run
+
+
+def test_seed_usage_with_the_bundled_schema_folder() -> None:
+    program = ReActAgentV2(schema_path=f"{BUNDLED_SCHEMAS}/", retrieval_type="keyword", top_k=5, max_iterations=10,
+                           max_judge_calls=3, lm=DummyLM([]))
+    source = program.source()
+    assert source.db_id == "saas" and source.database is not None and len(source.catalog.tables) >= 25

