@@ -204,6 +204,110 @@ class ReActAgentV2(ReActAgent):
 
     @property
     def judge_lm(self) -> dspy.LM:
+        """The judge's LM: the one given, else ``judge_model_id`` or the judge's environment variables,
+        else the agent's own LM (one shared model when both are local)."""
+        if self._judge_lm is None:
+            from programs.llm.factory import build_lm, resolve_model_name
+
+            judge_name = resolve_model_name(self.judge_model_id, role="judge")
+            same_as_agent = self.judge_model_id is None and judge_name == resolve_model_name(self.model_id)
+            self._judge_lm = self.lm if same_as_agent else build_lm(judge_name, role="judge")
+        return self._judge_lm
+
+    def _judge_budget(self) -> int:
+        return 0
+
+    def _judge_fn(self) -> Any:
+        return None
+
+    def new_state(self, question: str) -> AgentState:
+        return AgentState(question=question)
+
+    def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+        state = self.new_state(question)
+        validator = SQLValidator(source.catalog, source.database)
+        toolbox = Toolbox(
+            state, source, make_retriever(source.catalog, self.retrieval_type), validator, self.limits,
+            top_k=self.top_k, judge=self._judge_fn(),
+        )
+        schemas = toolbox.retrieve_tables(question, self.top_k)
+        trajectory: dict[str, Any] = {}
+        stop_reason = self._opening(toolbox, trajectory, question, schemas)
+        if state.final_answer is None and stop_reason is None:
+            stop_reason = self.agent.run_loop(toolbox, trajectory, question=question, table_schemas=schemas, hints="")
+        if state.final_answer is None:
+            state.final_answer = best_effort_answer(state, toolbox.agent_confidence, stop_reason)
+        return self.result(state, trajectory, stop_reason)
+
+    def _opening(self, toolbox: Toolbox, trajectory: dict[str, Any], question: str, schemas: str) -> str | None:
+        """Draft and validate (no agent call); submit if the draft passes. A reason if drafting failed."""
+        draft, error = predict_or_error(self.draft, question=question, table_schemas=schemas, hints="")
+        if draft is None:
+            return None  # no draft: the agent writes the first query itself
+        toolbox.agent_explanation = str(draft.explanation or "")
+        toolbox.agent_confidence = clamp01(draft.confidence)
+        sql = clean_sql(str(draft.sql or ""))
+        observation = toolbox.validate_sql(sql)
+        toolbox.state.iteration += 1
+        record_step(trajectory, "I drafted a query over the retrieved tables; check it.", "validate_sql", {"query": sql}, observation)
+        validation = toolbox.state.validation_of(sql)
+        if validation is not None and validation.valid and self._accept_opening(toolbox, trajectory, sql):
+            record_step(
+                trajectory, "The checks passed; submit.", "submit_answer",
+                {"query": sql, "explanation": toolbox.agent_explanation, "confidence": toolbox.agent_confidence},
+                toolbox.submit_answer(sql, toolbox.agent_explanation, toolbox.agent_confidence),
+            )
+            toolbox.state.iteration += 1
+        return None
+
+    def _accept_opening(self, toolbox: Toolbox, trajectory: dict[str, Any], sql: str) -> bool:
+        return True
+
+    def result(self, state: AgentState, trajectory: dict[str, Any], stop_reason: str | None) -> dict[str, Any]:
+        final = state.final_answer or {}
+        return {
+            "query": final.get("query", ""),
+            "explanation": final.get("explanation", ""),
+            "confidence": final.get("confidence", 0.0),
+            "judge_score": final.get("judge_score"),
+            "valid": final.get("valid", False),
+            "reasoning_steps": reasoning_steps(trajectory),
+            "fallback_reason": final.get("fallback_reason"),
+            "stop_reason": stop_reason,
+            "retrieved_tables": list(state.retrieved_tables),
+            "retrieval_calls": state.retrieval_calls,
+            "structural_validation_calls": state.validation_attempts,
+            "iterations": state.iteration,
+        }
+
+
+class ReActAgentV2(ReActAgent):
+    """V2: V1 plus ``llm_judge_evaluate``, a semantic judge on its own LM (``judge_model_id``).
+
+    Confidence is ``0.4 * agent + 0.6 * judge``, held to the seeds' bands; a judge LM that fails
+    makes the agent carry on as V1, and the result says so (``judge_degraded``).
+    """
+
+    version = "v2"
+    uses_judge = True
+
+    def __init__(
+        self,
+        db_path: Path | str | None = None,
+        *,
+        judge_model_id: str | None = None,
+        judge_lm: dspy.LM | None = None,
+        max_judge_calls: int = 3,
+        **kwargs: Any,
+    ):
+        self.judge_model_id = judge_model_id
+        self._judge_lm = judge_lm
+        self.max_judge_calls = max_judge_calls
+        self.judge = dspy.Predict(JudgeSQL)
+        super().__init__(db_path, **kwargs)
+
+    @property
+    def judge_lm(self) -> dspy.LM:
         """The judge's LM: the one given, else built from ``judge_model_id``/env (defaults to the agent's model)."""
         if self._judge_lm is None:
             from programs.llm.factory import build_lm
@@ -315,9 +419,3 @@ def _call_tool(tools: dict[str, dspy.Tool], name: str, args: Any) -> str:
         return str(tool(**args))
     except MALFORMED_REPLY_ERRORS as exc:
         return f"Bad arguments for {name}: {exc}. Expected: {tool.args}."
-
-
-def _judge_env_set() -> bool:
-    import os
-
-    return bool(os.environ.get("TEXT2SQL_JUDGE_MODEL") or os.environ.get("LLM_JUDGE_MODEL"))
