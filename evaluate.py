@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from programs.cli import run_command
 from programs.dataset import BUNDLED_DATA, load_split
 from programs.errors import Text2SQLError
 
@@ -46,12 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return evaluate(args)
-    except Text2SQLError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(evaluate, build_parser().parse_args(argv))
 
 
 def evaluate(args: argparse.Namespace) -> int:

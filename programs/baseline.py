@@ -7,6 +7,7 @@ from typing import Any
 import dspy
 
 from programs.base import Text2SQLProgram
+from programs.recovery import predict_or_error
 from programs.source import DataSource
 from programs.validator import clean_sql
 from signatures import DraftSQL
@@ -21,14 +22,17 @@ class Baseline(Text2SQLProgram):
 
     def answer(self, question: str, source: DataSource) -> dict[str, Any]:
         tables, schemas = self.retrieve(source, question)
-        draft = self.draft(question=question, table_schemas=schemas)
+        draft, error = predict_or_error(self.draft, question=question, table_schemas=schemas)
+        sql = clean_sql(str(draft.sql or "")) if draft else ""
         return {
-            "query": clean_sql(draft.sql or ""),
-            "explanation": draft.explanation or "",
-            "confidence": clamp01(draft.confidence),
+            "query": sql,
+            "explanation": str(draft.explanation or "") if draft else "",
+            "confidence": clamp01(draft.confidence) if draft else 0.0,
             "judge_score": None,
             "retrieved_tables": tables,
-            "reasoning_steps": [{"step": "draft", "tables": tables, "sql": draft.sql}],
+            "fallback_reason": error,
+            "reasoning_steps": [{"thought": "Draft once.", "tool": "draft", "args": {"tables": tables},
+                                 "observation": sql or error}],
         }
 
 

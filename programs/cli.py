@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from programs.errors import Text2SQLError
 
@@ -38,9 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run_command(ask, build_parser().parse_args(argv))
+
+
+def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; a user's mistake prints one ``error:`` line and exits 2, Ctrl-C exits 130."""
     try:
-        return ask(args)
+        return command(args)
     except Text2SQLError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR

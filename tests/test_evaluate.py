@@ -1,0 +1,72 @@
+"""evaluate.py end to end with scripted replies: scoring, reports, a failing question, resuming."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dspy
+from dspy.utils.dummies import DummyLM
+
+import evaluate
+
+QUESTIONS = [
+    ("How many users are suspended?", "SELECT count(*) FROM users WHERE status = 'suspended'"),
+    ("How many organizations are there?", "SELECT count(*) FROM organizations"),
+    ("List user emails.", "SELECT email FROM users"),
+]
+
+
+def spider_folder(tmp_path: Path, tiny_db: Path) -> Path:
+    folder = tmp_path / "spider"
+    (folder / "database" / "tiny").mkdir(parents=True)
+    shutil.copy(tiny_db, folder / "database" / "tiny" / "tiny.sqlite")
+    records = [{"db_id": "tiny", "question": q, "query": sql} for q, sql in QUESTIONS]
+    (folder / "test.json").write_text(json.dumps(records))
+    return folder
+
+
+def draft(sql: str) -> dict:
+    return {"sql": sql, "explanation": "x", "confidence": 0.9}
+
+
+def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    answers = [
+        draft(QUESTIONS[0][1]),  # correct
+        {"junk": 1}, {"junk": 2},  # unparseable twice (ChatAdapter, then its JSON fallback)
+        draft("SELECT full_name FROM users"),  # executes, wrong result
+    ]
+    with dspy.context(lm=DummyLM(answers)):
+        code = evaluate.main(["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)])
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    summary = results["programs"]["baseline"]
+    assert summary["questions"] == 3 and summary["correct"] == 1
+    assert abs(summary["execution_accuracy"] - 1 / 3) < 1e-9
+    records = results["records"]["baseline"]
+    assert "malformed model reply" in records[1]["fallback_reason"] and not records[1]["correct"]
+    assert (out / "report.md").read_text().count("| Execution accuracy | 33.3% |") == 1
+    assert (out / "comparison.png").stat().st_size > 0
+
+
+def test_rerun_with_the_same_out_resumes_without_new_calls(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    argv = ["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)]
+    with dspy.context(lm=DummyLM([draft(sql) for _, sql in QUESTIONS])):
+        assert evaluate.main([*argv, "--limit", "2"]) == 0
+    lines = (out / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    with dspy.context(lm=DummyLM([draft(QUESTIONS[2][1])])):  # only the third question is left to answer
+        assert evaluate.main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["programs"]["baseline"]["correct"] == 3
+
+
+def test_a_different_dataset_cannot_be_mixed_into_a_run(tmp_path: Path, tiny_db: Path, capsys) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    (out).mkdir()
+    (out / "run.json").write_text(json.dumps({"data": "/elsewhere", "split": "test"}))
+    code = evaluate.main(["--data", str(data), "--out", str(out)])
+    assert code == 2 and "use another --out" in capsys.readouterr().err
