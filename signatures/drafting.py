@@ -3,6 +3,8 @@
 import dspy
 
 
+# Field order is prompt order: schemas come first, so questions on the same tables share a
+# prompt prefix that the local engine's KV cache can reuse.
 class DraftSQL(dspy.Signature):
     """Write one read-only SQL query that answers the question over the given tables.
 
@@ -11,8 +13,8 @@ class DraftSQL(dspy.Signature):
     Return exactly the columns the question asks for. Never modify data.
     """
 
-    question: str = dspy.InputField(desc="the user's question, in natural language")
     table_schemas: str = dspy.InputField(desc="CREATE TABLE statements; comments give descriptions and stored values")
+    question: str = dspy.InputField(desc="the user's question, in natural language")
     hints: str = dspy.InputField(desc="feedback on an earlier attempt, or empty", default="")
     sql: str = dspy.OutputField(desc="a single SELECT statement, without markdown")
     explanation: str = dspy.OutputField(desc="one sentence: how the query answers the question")

