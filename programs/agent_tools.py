@@ -166,7 +166,7 @@ class Toolbox:
         for hit in hits:
             if hit.name not in state.retrieved_tables:
                 state.retrieved_tables.append(hit.name)
-        return render_hits(self.source.catalog, hits)
+        return self.source.with_header(render_hits(self.source.catalog, hits))
 
     def validate_sql(self, query: str) -> str:
         """Check a SQL query before submitting it: syntax, that every table and column exists

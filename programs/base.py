@@ -63,7 +63,7 @@ class Text2SQLProgram(dspy.Module):
     def retrieve(self, source: DataSource, query: str) -> tuple[list[str], str]:
         """Top-k table names for ``query`` and their rendered schemas."""
         hits = make_retriever(source.catalog, self.retrieval_type).search(query, self.top_k)
-        return [h.name for h in hits], render_hits(source.catalog, hits)
+        return [h.name for h in hits], source.with_header(render_hits(source.catalog, hits))
 
     def forward(self, question: str, db_id: str | None = None, db_path: str | None = None) -> dspy.Prediction:
         question = check_question(question)

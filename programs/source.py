@@ -24,6 +24,16 @@ class DataSource:
     catalog: Catalog
     database: Database | None
 
+    @property
+    def dialect(self) -> str:
+        return self.database.dialect if self.database is not None else "sqlite"
+
+    def with_header(self, schemas: str) -> str:
+        """Rendered schemas under a line naming the database and its SQL dialect."""
+        return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {self.db_id!r}\n\n{schemas}"
+
+
+DIALECT_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL"}
 
 _cache: dict[tuple[str, str | None], DataSource] = {}
 _lock = threading.Lock()
