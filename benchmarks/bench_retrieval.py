@@ -12,7 +12,8 @@ retriever returns for the question. Printed per dataset, retriever and k:
   are returned whole, so they say nothing about ranking), with their count;
 
 each for the ``top_k`` direct hits ("raw") and after foreign-key expansion ("+fk"), plus the
-mean search latency (ms/query, after the one-off index build).
+mean and median search latency (ms/query, after the one-off index build; CPU, so it depends on
+what else the machine is running).
 
 Usage::
 
@@ -147,6 +148,7 @@ def evaluate(
                     "hard": statistics.fmean(s["hard"]) if s["hard"] else float("nan"),
                     "hard_n": len(s["hard"]),
                     "ms": 1000 * statistics.fmean(latencies),
+                    "ms_p50": 1000 * statistics.median(latencies),
                 }
             )
     skipped = len(records) - len(usable)
@@ -156,13 +158,13 @@ def evaluate(
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'dataset':<13}{'retriever':<15}{'k':>2} {'mode':<4}{'n':>5}{'recall':>8}{'all':>7}{'tables':>7}{'hard':>7}{'hard_n':>7}{'ms/q':>7}"
+    header = f"{'dataset':<13}{'retriever':<15}{'k':>2} {'mode':<4}{'n':>5}{'recall':>8}{'all':>7}{'tables':>7}{'hard':>7}{'hard_n':>7}{'ms/q':>7}{'p50':>6}"
     print(header)
     print("-" * len(header))
     for r in rows:
         print(
             f"{r['dataset']:<13}{r['retriever']:<15}{r['k']:>2} {r['mode']:<4}{r['n']:>5}{r['recall']:>8.3f}"
-            f"{r['all']:>7.3f}{r['tables']:>7.2f}{r['hard']:>7.3f}{r['hard_n']:>7}{r['ms']:>7.1f}"
+            f"{r['all']:>7.3f}{r['tables']:>7.2f}{r['hard']:>7.3f}{r['hard_n']:>7}{r['ms']:>7.1f}{r['ms_p50']:>6.1f}"
         )
 
 
