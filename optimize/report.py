@@ -165,7 +165,7 @@ def write_plots(out: Path, summaries: dict[str, dict], records: dict[str, list[d
     for ax, (title, values, unit) in zip(axes, panels):
         bars = ax.bar(names, values, color="#4C72B0")
         ax.set_title(title)
-        ax.bar_label(bars, fmt=f"%.1f{unit}")
+        ax.bar_label(bars, labels=[f"{v:.1f}{unit}" for v in values])
         ax.tick_params(axis="x", rotation=20)
     fig.tight_layout()
     fig.savefig(out / "comparison.png", dpi=110)
