@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate(args: argparse.Namespace) -> int:
     from optimize.report import summarize, write_report
+    from programs.llm.llama_engine import clear_shared_caches
 
     programs = args.programs or ["baseline"]
     examples = load_split(args.data, args.split, limit=args.limit)
@@ -66,6 +67,7 @@ def evaluate(args: argparse.Namespace) -> int:
         if not todo:
             continue
         program = _build(spec, args)
+        clear_shared_caches()  # no program may reuse the KV cache another one warmed
         try:
             for record in _answer_all(program, spec, todo, args.threads):
                 done[(spec, record["index"])] = record

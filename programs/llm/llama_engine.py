@@ -73,6 +73,7 @@ __all__ = [
     "LlamaCppEngine",
     "AsyncLlamaCppEngine",
     "get_shared_llama",
+    "clear_shared_caches",
     "release_shared_llamas",
 ]
 
@@ -300,6 +301,14 @@ def get_shared_llama(
             shared = SharedLlama(path, n_ctx=n_ctx, n_threads=n_threads, prefix_cache=prefix_cache)
             _registry[key] = shared
         return shared
+
+
+def clear_shared_caches() -> None:
+    """Forget every loaded instance's KV state and prefix cache, so a measurement starts cold."""
+    with _registry_lock:
+        items = list(_registry.values())
+    for shared in items:
+        shared.clear_kv()
 
 
 def release_shared_llamas() -> None:
