@@ -141,6 +141,18 @@ class _Findings:
         self.suggestions: dict[str, None] = {}
         self.tables: dict[str, None] = {}
 
+    def result(self, sql: str, *, dangerous: bool = False) -> ValidationResult:
+        """The verdict: valid exactly when no error was found."""
+        return ValidationResult(
+            valid=not self.errors,
+            sql=sql,
+            errors=list(self.errors),
+            warnings=list(self.warnings),
+            suggestions=list(self.suggestions),
+            tables=list(self.tables),
+            dangerous=dangerous,
+        )
+
     def error(self, message: str, *suggestions: str) -> None:
         self.errors[message] = None
         for s in suggestions:
@@ -404,35 +416,10 @@ class SQLValidator:
         except Exception:  # warnings are advice: never let them break validation
             pass
 
-        tables = list(found.tables)
         if found.errors:
-            return ValidationResult(
-                valid=False,
-                sql=sql,
-                errors=list(found.errors),
-                warnings=list(found.warnings),
-                suggestions=list(found.suggestions),
-                tables=tables,
-            )
-        if self.database is not None:
-            dangerous = self._dry_run(sql, found)
-            if found.errors:
-                return ValidationResult(
-                    valid=False,
-                    sql=sql,
-                    errors=list(found.errors),
-                    warnings=list(found.warnings),
-                    suggestions=list(found.suggestions),
-                    tables=tables,
-                    dangerous=dangerous,
-                )
-        return ValidationResult(
-            valid=True,
-            sql=sql,
-            warnings=list(found.warnings),
-            suggestions=list(found.suggestions),
-            tables=tables,
-        )
+            return found.result(sql)
+        dangerous = self._dry_run(sql, found) if self.database is not None else False
+        return found.result(sql, dangerous=dangerous)
 
     def _dry_run(self, sql: str, found: _Findings) -> bool:
         """Run the query once (1 row, short timeout). Returns True if the database refused it as unsafe."""
