@@ -22,7 +22,7 @@ from programs.baseline import clamp01
 from programs.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
 from programs.retriever import make_retriever
 from programs.source import DataSource
-from programs.validator import SQLValidator, ValidationResult, clean_sql
+from programs.validator import ValidationResult, clean_sql
 from signatures import DraftSQL, JudgeSQL, LLMJudgeOutput
 
 AGENT_INSTRUCTIONS = """You are a SQL agent. Your goal: submit one read-only SQL query that answers the question.
@@ -121,9 +121,8 @@ class ReActAgent(Text2SQLProgram):
 
     def answer(self, question: str, source: DataSource) -> dict[str, Any]:
         state = self.new_state(question)
-        validator = SQLValidator(source.catalog, source.database)
         toolbox = Toolbox(
-            state, source, make_retriever(source.catalog, self.retrieval_type), validator, self.limits,
+            state, source, make_retriever(source.catalog, self.retrieval_type), source.validator, self.limits,
             top_k=self.top_k, judge=self._judge_fn(),
         )
         schemas = toolbox.retrieve_tables(question, self.top_k)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from programs.catalog import SCHEMA_SUFFIXES, Catalog, introspect_sqlite, load_schema_dir
 from programs.database import Database, open_database
 from programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from programs.errors import SchemaFileError
+from programs.validator import SQLValidator
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,11 @@ class DataSource:
     db_id: str
     catalog: Catalog
     database: Database | None
+
+    @cached_property
+    def validator(self) -> SQLValidator:
+        """The structural validator for this database, built once."""
+        return SQLValidator(self.catalog, self.database, dialect=self.dialect)
 
     @property
     def dialect(self) -> str:
