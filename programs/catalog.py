@@ -94,8 +94,12 @@ class Table(BaseModel):
                 keys.append((c.name, ref_table, ref_column))
         return keys
 
-    def render(self, *, samples: bool = True) -> str:
-        """This table as a ``CREATE TABLE`` statement whose comments carry descriptions and samples."""
+    def render(self, *, samples: bool = True, brief: bool = False) -> str:
+        """This table as a ``CREATE TABLE`` statement whose comments carry descriptions and samples.
+
+        ``brief`` keeps the table's description, columns, types and keys but drops the column comments:
+        enough to join through the table at a third of the tokens.
+        """
         header = f"CREATE TABLE {self.name} ("
         if self.description:
             header += f"  -- {_one_line(self.description)}"
@@ -112,7 +116,7 @@ class Table(BaseModel):
                 parts.append(f"REFERENCES {ref_table}({ref_column})")
             last = i == len(self.columns) - 1 and len(pk) <= 1
             line = " ".join(parts) + ("" if last else ",")
-            comment = _column_comment(c, samples)
+            comment = "" if brief else _column_comment(c, samples)
             lines.append(f"{line}  -- {comment}" if comment else line)
         if len(pk) > 1:
             lines.append(f"  PRIMARY KEY ({', '.join(pk)})")
@@ -152,10 +156,10 @@ class Catalog(BaseModel):
         chosen = [t for n in names if (t := self.table(n)) is not None]
         return Catalog(db_id=self.db_id, tables=chosen)
 
-    def render(self, names: Iterable[str] | None = None, *, samples: bool = True) -> str:
+    def render(self, names: Iterable[str] | None = None, *, samples: bool = True, brief: bool = False) -> str:
         """``CREATE TABLE`` statements for ``names`` (default: every table), separated by blank lines."""
         tables = self.tables if names is None else self.subset(names).tables
-        return "\n\n".join(t.render(samples=samples) for t in tables)
+        return "\n\n".join(t.render(samples=samples, brief=brief) for t in tables)
 
     def with_samples(self, db_path: Path, per_column: int = 3, max_chars: int = 40) -> Catalog:
         """A copy whose columns carry up to ``per_column`` distinct non-null stored values (text shortened)."""
@@ -314,6 +318,9 @@ def _distinct_values(conn: sqlite3.Connection, table: str, column: str, limit: i
     return [_one_line(v)[:max_chars] if isinstance(v, str) else v for (v,) in rows if not isinstance(v, bytes)]
 
 
+MAX_SAMPLE_CHARS = 30  # longer values are left out whole: a cut value would be copied into SQL as if real
+
+
 def _column_comment(column: Column, samples: bool) -> str:
     """Description (not for keys, which describe themselves) and a few stored values.
 
@@ -326,9 +333,11 @@ def _column_comment(column: Column, samples: bool) -> str:
         parts.append(_one_line(column.description))
     describes_values = "'" in column.description
     if samples and column.samples and column.type.upper() == "TEXT" and not describes_values and not column.references:
-        shown = [s for s in column.samples if isinstance(s, str) and not _looks_like_timestamp(s)][:3]
+        shown = [
+            s for s in column.samples if isinstance(s, str) and len(s) <= MAX_SAMPLE_CHARS and not _looks_like_timestamp(s)
+        ][:3]
         if shown:
-            parts.append("e.g. " + ", ".join(repr(v[:24]) for v in shown))
+            parts.append("e.g. " + ", ".join(repr(v) for v in shown))
     elif samples and column.samples and not column.description and not (column.primary_key or column.references):
         parts.append("e.g. " + ", ".join(repr(v) for v in column.samples[:3]))
     return " ".join(parts)

@@ -529,10 +529,13 @@ def expand_with_foreign_keys(
 
 
 def render_hits(catalog: Catalog, hits: Sequence[RetrievedTable]) -> str:
-    """What the agent sees: per table a ``-- relevance`` line (and ``-- added:``), then its DDL."""
+    """What the agent sees: per table a ``-- relevance`` line (and ``-- added:``), then its DDL.
+
+    Tables added only to make joins possible are rendered brief (no column comments), to save tokens.
+    """
     blocks = []
     for hit in hits:
-        ddl = catalog.render([hit.name])
+        ddl = catalog.render([hit.name], brief=hit.via is not None)
         if not ddl:
             continue
         header = f"-- relevance {hit.score:.2f}"

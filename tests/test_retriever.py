@@ -223,7 +223,10 @@ def test_render_hits_uses_catalog_render(catalog):
     hits = [RetrievedTable("users", 0.82), RetrievedTable("organizations", 0.4, "foreign key of users")]
     text = render_hits(catalog, hits)
     assert text.startswith("-- relevance 0.82\n" + catalog.render(["users"]))
-    assert "-- relevance 0.40\n-- added: foreign key of users\n" + catalog.render(["organizations"]) in text
+    brief = catalog.render(["organizations"], brief=True)
+    assert "-- relevance 0.40\n-- added: foreign key of users\n" + brief in text
+    assert "--" not in brief.split("\n", 1)[1], "join-only tables carry no column comments"
+    assert len(brief) < len(catalog.render(["organizations"]))
     assert render_hits(catalog, []) == "-- no matching tables"
 
 
