@@ -1,21 +1,37 @@
-"""Metrics for evaluation and for DSPy optimizers.
+"""Metrics for evaluation and for DSPy optimizers, chosen by name with :func:`make_metric`.
 
-``execution_match(example, pred, trace=None)`` runs the predicted and the gold SQL read-only and
-compares their results as multisets (as lists when the gold query orders its output). It returns
-a float, or a bool when ``trace`` is not None (BootstrapFewShot's convention).
+Scorers, each giving a score in [0, 1] and feedback lines:
+
+* ``execution``: the predicted and the gold SQL run read-only; their results compared as multisets
+  (as lists when the gold query orders its output).
+* ``judge``: the V2 agent's judge, reference-free (question, query, schemas, explanation).
+* ``judge-gold``: the judge-reward judge, the query against the gold SQL.
+
+Names combine with ``+`` (``judge+execution``), the scores averaged. A :class:`Metric` follows
+the optimizers' conventions: a float when ``trace`` is None, a bool (score >= threshold) when
+bootstrapping, and ``dspy.Prediction(score, feedback)`` for GEPA's five-argument calls.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import dspy
 import sqlglot
 from sqlglot import exp
 
+from optimize.reward import judge_against_reference, judge_lm
 from programs.database import QueryResult
+from programs.errors import ConfigurationError
+from programs.judge import judge_sql, schemas_for_judge
 from programs.source import open_source
+from signatures import JudgeAgainstReference, JudgeSQL
+
+DEFAULT_THRESHOLD = 0.7
 
 
 @dataclass(frozen=True)
@@ -71,15 +87,151 @@ def is_ordered(sql: str) -> bool:
     return tree.args.get("order") is not None if isinstance(tree, exp.Query) else False
 
 
-def execution_match(example: Any, pred: Any, trace: Any = None) -> float | bool:
-    """1.0 when the predicted query returns the gold query's result, else 0.0 (a bool when ``trace`` is set)."""
-    comparison = compare_execution(_pred_sql(pred), example.gold_sql, example.db_path)
-    return comparison.match if trace is not None else float(comparison.match)
-
-
 def _pred_sql(pred: Any) -> str:
     value = pred.get("query") if hasattr(pred, "get") else getattr(pred, "query", "")
-    return value or ""
+    return value if isinstance(value, str) else ""
+
+
+def _gold_sql(example: Any, metric: str) -> str:
+    gold = example.get("gold_sql") if hasattr(example, "get") else None
+    if not gold:
+        raise ConfigurationError(f"metric {metric!r} needs gold SQL on every example; use 'judge' for data without it.")
+    return gold
+
+
+# --------------------------------------------------------------------------- scorers
+
+
+@dataclass(frozen=True)
+class Score:
+    """A score in [0, 1] and the facts behind it, in words (GEPA's feedback)."""
+
+    value: float
+    feedback: list[str] = field(default_factory=list)
+
+
+Scorer = Callable[[Any, Any], Score]
+
+
+def score_execution(example: Any, pred: Any) -> Score:
+    """1.0 when the predicted query returns the gold query's rows."""
+    comparison = compare_execution(_pred_sql(pred), _gold_sql(example, "execution"), example.db_path)
+    return Score(float(comparison.match), [f"Execution: {comparison.describe()}."])
+
+
+class _CachedJudge:
+    """A judge scorer: its own predictor and LM, one judge call per distinct (question, query)."""
+
+    def __init__(self, lm: Any):
+        self.lm = lm
+        self._cache: dict[tuple[str, ...], Score] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, example: Any, pred: Any) -> Score:
+        sql = _pred_sql(pred)
+        if not sql.strip():
+            return Score(0.0, ["The program returned no query."])
+        key = self._key(example, sql)
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+        score = self._score(example, pred, sql)
+        with self._lock:
+            self._cache[key] = score
+        return score
+
+    def _key(self, example: Any, sql: str) -> tuple[str, ...]:
+        return (str(example.get("db_path")), str(example.get("question")), sql)
+
+    def _score(self, example: Any, pred: Any, sql: str) -> Score:
+        raise NotImplementedError
+
+
+class JudgeScorer(_CachedJudge):
+    """The reference-free judge: does the (valid) query answer the question? Invalid queries score 0."""
+
+    def __init__(self, lm: Any):
+        super().__init__(lm)
+        self.predictor = dspy.Predict(JudgeSQL)
+
+    def _score(self, example: Any, pred: Any, sql: str) -> Score:
+        source = open_source(example.db_path)
+        validation = source.validator.validate(sql)
+        if not validation.valid:
+            return Score(0.0, ["The query is invalid: " + "; ".join(validation.errors)])
+        verdict = judge_sql(
+            self.predictor, self.lm, question=example.question, sql=validation.sql,
+            table_schemas=schemas_for_judge(source, validation.tables), explanation=str(pred.get("explanation") or ""),
+        )
+        feedback = [f"Judge score {verdict.correctness_score:.2f}."]
+        feedback += [f"Issue: {issue}" for issue in verdict.issues]
+        feedback += [f"Fix: {fix}" for fix in verdict.suggestions]
+        return Score(verdict.correctness_score, feedback)
+
+
+class ReferenceJudgeScorer(_CachedJudge):
+    """The judge-reward judge: the query scored against the gold SQL."""
+
+    def __init__(self, lm: Any):
+        super().__init__(lm)
+        self.predictor = dspy.Predict(JudgeAgainstReference)
+
+    def _score(self, example: Any, pred: Any, sql: str) -> Score:
+        verdict = judge_against_reference(sql, _gold_sql(example, "judge-gold"), self.lm, self.predictor)
+        note = f"Judge against the gold query: {verdict.reward:.2f}."
+        return Score(verdict.reward, [note] + ([f"Judge reply unusable: {verdict.error}"] if verdict.error else []))
+
+
+# --------------------------------------------------------------------------- the metric
+
+
+@dataclass(frozen=True)
+class Metric:
+    """Scorers averaged into one metric that speaks every optimizer's convention (see the module doc)."""
+
+    name: str
+    scorers: tuple[Scorer, ...]
+    threshold: float = DEFAULT_THRESHOLD
+    always_feedback: bool = False
+
+    def score(self, example: Any, pred: Any) -> Score:
+        """The mean score and all feedback; a missing prediction scores 0."""
+        if pred is None:
+            return Score(0.0, ["The program failed and returned nothing."])
+        parts = [scorer(example, pred) for scorer in self.scorers]
+        return Score(sum(p.value for p in parts) / len(parts), [line for p in parts for line in p.feedback])
+
+    def __call__(
+        self, example: Any, pred: Any, trace: Any = None, pred_name: str | None = None, pred_trace: Any = None
+    ) -> float | bool | dspy.Prediction:
+        result = self.score(example, pred)
+        if self.always_feedback or pred_name is not None or pred_trace is not None:
+            return dspy.Prediction(score=result.value, feedback="\n".join(result.feedback))
+        if trace is not None:
+            return result.value >= self.threshold
+        return result.value
+
+    def for_gepa(self) -> Metric:
+        """This metric returning ``Prediction(score, feedback)`` on every call, as GEPA wants."""
+        return replace(self, always_feedback=True)
+
+
+SCORERS = ("execution", "judge", "judge-gold")
+
+
+def make_metric(name: str, *, judge_model: Any = None, threshold: float = DEFAULT_THRESHOLD) -> Metric:
+    """The metric called ``name``: one of :data:`SCORERS`, or several joined by ``+``.
+
+    ``judge_model`` is a ``dspy.LM`` or a model string for the judge scorers (default: the judge's
+    environment variables, else the embedded model). A misconfigured judge fails here, before any run.
+    """
+    parts = [part.strip() for part in name.split("+")]
+    unknown = [p for p in parts if p not in SCORERS]
+    if unknown or not parts:
+        raise ConfigurationError(f"unknown metric {name!r}: use {', '.join(SCORERS)}, or several joined by '+'.")
+    lm = judge_lm(judge_model) if any(p.startswith("judge") for p in parts) else None
+    build = {"execution": lambda: score_execution, "judge": lambda: JudgeScorer(lm), "judge-gold": lambda: ReferenceJudgeScorer(lm)}
+    return Metric(name, tuple(build[p]() for p in parts), threshold)
 
 
 def _normalise_row(row: tuple) -> tuple:
@@ -90,3 +242,7 @@ def _normalise_value(value: Any) -> Any:
     if isinstance(value, float):
         return int(value) if value.is_integer() else round(value, 6)
     return value
+
+
+execution_match = Metric("execution", (score_execution,))
+"""1.0 when the predicted query returns the gold query's rows, else 0.0 (a bool when ``trace`` is set)."""

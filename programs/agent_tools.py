@@ -13,6 +13,7 @@ from typing import Any
 
 import dspy
 
+from programs.judge import schemas_for_judge
 from programs.retriever import TableRetriever, render_hits
 from programs.source import DataSource
 from programs.validator import SQLValidator, ValidationResult, clean_sql
@@ -205,8 +206,9 @@ class Toolbox:
         validation = state.validation_of(sql) or self._validate(sql)
         if not isinstance(validation, ValidationResult):
             validation = None
-        if validation is not None and not validation.valid and self._validation_budget_left():
-            return "Submission refused, the query is invalid:\n" + validation.render()
+        checked = validation or self.validator.validate(sql)  # a spent budget never waives the read-only rule
+        if not checked.valid and (checked.dangerous or self._validation_budget_left()):
+            return "Submission refused, the query is invalid:\n" + checked.render()
         try:
             agent_confidence = float(confidence)
         except (TypeError, ValueError):
@@ -256,7 +258,7 @@ class Toolbox:
         try:
             validation = state.validation_of(sql)
             tables = validation.tables if validation and validation.tables else state.retrieved_tables
-            verdict = self.judge(state.question, sql, self.source.catalog.render(tables), explanation)
+            verdict = self.judge(state.question, sql, schemas_for_judge(self.source, tables), explanation)
         except Exception as exc:  # any judge failure degrades V2 to V1, recorded in the result
             state.judge_errors.append(f"{type(exc).__name__}: {exc}")
             return None

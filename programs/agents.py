@@ -19,6 +19,7 @@ from dspy.utils.exceptions import ContextWindowExceededError
 from programs.agent_tools import ACCEPT_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
 from programs.base import Text2SQLProgram
 from programs.baseline import clamp01
+from programs.judge import judge_sql
 from programs.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
 from programs.retriever import make_retriever
 from programs.source import DataSource
@@ -228,13 +229,9 @@ class ReActAgentV2(ReActAgent):
 
     def evaluate_sql(self, question: str, sql: str, table_schemas: str, explanation: str) -> LLMJudgeOutput:
         """One judge call on the judge LM. Unparseable output scores 0.0 with the reason as an issue."""
-        with dspy.context(lm=self.judge_lm):
-            pred, error = predict_or_error(
-                self.judge, question=question, sql_query=sql, table_schemas=table_schemas, agent_explanation=explanation
-            )
-        if pred is None:
-            return LLMJudgeOutput(is_correct=False, correctness_score=0.0, issues=[f"judge output unusable: {error}"])
-        return LLMJudgeOutput.from_prediction(pred)
+        return judge_sql(
+            self.judge, self.judge_lm, question=question, sql=sql, table_schemas=table_schemas, explanation=explanation
+        )
 
     def _accept_opening(self, toolbox: Toolbox, trajectory: dict[str, Any], sql: str) -> bool:
         observation = toolbox.llm_judge_evaluate(sql, toolbox.agent_explanation)
@@ -272,7 +269,8 @@ def best_effort_answer(state: AgentState, agent_confidence: float, reason: str |
             judge_score, sql = max(scored, key=lambda pair: pair[0])
             best = state.validation_of(sql)
     if best is None:
-        best = valid[-1] if valid else (state.validation_results[-1] if state.validation_results else None)
+        safe = [v for v in state.validation_results if not v.dangerous]  # never fall back to a write
+        best = valid[-1] if valid else (safe[-1] if safe else None)
     confidence = min(0.3, combined_confidence(agent_confidence, best, judge_score))
     return {
         "query": best.sql if best else "",

@@ -8,6 +8,7 @@ opens the database, sets the LM, meters calls, tokens and cost, and times the ca
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from programs.source import DataSource, open_source
 from programs.usage import metered
 
 MAX_QUESTION_CHARS = 4000
+SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm"})  # copies of a program share these
 
 
 class Text2SQLProgram(dspy.Module):
@@ -44,6 +46,14 @@ class Text2SQLProgram(dspy.Module):
         self._lm = lm
         if self.db_path is not None or self.schema_path is not None:
             self.source()  # fail at construction on a missing database or a malformed schema
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Text2SQLProgram:
+        """A copy (optimizers make many) that shares the LMs: one model per process, never duplicated."""
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            setattr(new, key, value if key in SHARED_ATTRIBUTES else copy.deepcopy(value, memo))
+        return new
 
     @property
     def lm(self) -> dspy.LM:
@@ -86,10 +96,16 @@ class Text2SQLProgram(dspy.Module):
 
 
 def check_question(question: Any) -> str:
-    """The question, stripped; :class:`QuestionError` if it is empty or too long to be a question."""
+    """The question, stripped; :class:`QuestionError` if it is empty, not UTF-8, or too long to be a question."""
     if not isinstance(question, str) or not question.strip():
         raise QuestionError("the question is empty. Ask something about the data, e.g. 'How many users are blocked?'")
     question = question.strip()
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:  # e.g. argv bytes from a non-UTF-8 terminal, kept as lone surrogates
+        raise QuestionError(
+            f"the question holds bytes that are not valid UTF-8 (character {exc.start + 1}). Retype it, or save it as UTF-8."
+        ) from None
     if len(question) > MAX_QUESTION_CHARS:
         raise QuestionError(
             f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."

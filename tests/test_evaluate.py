@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dspy
 from dspy.utils.dummies import DummyLM
 
 import evaluate
+from tests.tiny_db import write_spider_folder
 
 QUESTIONS = [
     ("How many users are suspended?", "SELECT count(*) FROM users WHERE status = 'suspended'"),
@@ -19,12 +19,7 @@ QUESTIONS = [
 
 
 def spider_folder(tmp_path: Path, tiny_db: Path) -> Path:
-    folder = tmp_path / "spider"
-    (folder / "database" / "tiny").mkdir(parents=True)
-    shutil.copy(tiny_db, folder / "database" / "tiny" / "tiny.sqlite")
-    records = [{"db_id": "tiny", "question": q, "query": sql} for q, sql in QUESTIONS]
-    (folder / "test.json").write_text(json.dumps(records))
-    return folder
+    return write_spider_folder(tmp_path / "spider", tiny_db, {"test": QUESTIONS})
 
 
 def draft(sql: str) -> dict:

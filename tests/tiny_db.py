@@ -73,3 +73,15 @@ def write_schema_dir(folder: Path, db_path: Path) -> Path:
         data["description"] = DESCRIPTIONS[table.name]
         (schema_dir / f"{table.name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return schema_dir
+
+
+def write_spider_folder(folder: Path, tiny_db: Path, splits: dict[str, list[tuple[str, str]]]) -> Path:
+    """A Spider-format folder around ``tiny_db`` (db_id ``tiny``): one ``<split>.json`` per entry of ``splits``."""
+    import json
+    import shutil
+
+    (folder / "database" / "tiny").mkdir(parents=True)
+    shutil.copy(tiny_db, folder / "database" / "tiny" / "tiny.sqlite")
+    for split, pairs in splits.items():
+        (folder / f"{split}.json").write_text(json.dumps([{"db_id": "tiny", "question": q, "query": s} for q, s in pairs]))
+    return folder

@@ -74,16 +74,19 @@ def _env(name: str) -> str | None:
     return value or None
 
 
+def judge_model_from_env() -> str | None:
+    """The judge model the environment names (``TEXT2SQL_JUDGE_MODEL``, then ``LLM_JUDGE_MODEL``), or None."""
+    return _env("TEXT2SQL_JUDGE_MODEL") or _env("LLM_JUDGE_MODEL") or None
+
+
 def resolve_model_name(model: str | None = None, *, role: Role = "agent") -> str:
     """Apply the resolution order documented in the module docstring."""
     if role not in ("agent", "judge"):
         raise ConfigurationError(f"role must be 'agent' or 'judge', got {role!r}")
     if model is not None and model.strip():
         return model.strip()
-    if role == "judge":
-        judge = _env("TEXT2SQL_JUDGE_MODEL") or _env("LLM_JUDGE_MODEL")
-        if judge:
-            return judge
+    if role == "judge" and (judge := judge_model_from_env()):
+        return judge
     return _env("TEXT2SQL_MODEL") or LOCAL_MODEL
 
 

@@ -1,0 +1,175 @@
+"""Compile a program: run a DSPy optimizer with a metric, save its state and a metadata sidecar.
+
+Budgets are explicit, because every trial is a full agent run: with the embedded model on two
+cores one V2 answer takes 20-60 s. Seeds are fixed, so the same flags pick the same examples.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from optimize.demos import compact_demos
+from optimize.metrics import Metric, compare_execution, make_metric
+from programs.dataset import load_split
+from programs.errors import ConfigurationError
+from programs.registry import make_program, metadata_path
+
+OPTIMIZERS = ("bootstrap", "mipro", "gepa")
+
+
+@dataclass
+class Budget:
+    """How much an optimizer may spend. Defaults suit the embedded model (minutes, not hours)."""
+
+    train_limit: int = 8  # training examples drawn (seeded) from the train split
+    dev_limit: int = 5  # dev examples scored before and after
+    max_demos: int = 2  # bootstrapped demos per predictor
+    num_trials: int = 4  # MIPROv2 trials
+    num_candidates: int = 2  # MIPROv2 instruction and demo-set candidates
+    max_metric_calls: int = 24  # GEPA's budget of metric calls
+
+
+@dataclass
+class CompileConfig:
+    program: str
+    optimizer: str
+    metric: str
+    data: str
+    out: str
+    train_split: str = "train"
+    dev_split: str = "dev"
+    budget: Budget = field(default_factory=Budget)
+    seed: int = 0
+    threshold: float = 0.7
+    model: str | None = None
+    judge_model: str | None = None
+    reflection_model: str | None = None
+    retrieval: str = "semantic"
+    top_k: int = 5
+    threads: int = 1
+
+
+def compile_program(config: CompileConfig) -> dict[str, Any]:
+    """Compile as ``config`` says; write ``config.out`` and its sidecar; return the sidecar's content."""
+    if config.optimizer not in OPTIMIZERS:
+        raise ConfigurationError(f"unknown optimizer {config.optimizer!r}: use one of {', '.join(OPTIMIZERS)}.")
+    if Path(config.program).suffix == ".json":
+        raise ConfigurationError("compile starts from a program name (baseline, v1 or v2), not a compiled file.")
+    out = Path(config.out)
+    if out.suffix != ".json":
+        raise ConfigurationError(f"--out must name a .json file, got {out}.")
+    started = time.perf_counter()
+    student = make_program(
+        config.program, model_id=config.model, judge_model_id=config.judge_model,
+        retrieval_type=config.retrieval, top_k=config.top_k,
+    )
+    metric = make_metric(config.metric, judge_model=config.judge_model, threshold=config.threshold)
+    train = _sample(load_split(config.data, config.train_split), config.budget.train_limit, config.seed)
+    dev = load_split(config.data, config.dev_split, limit=config.budget.dev_limit)
+
+    before = score_on(student, dev, metric, config.threads, "dev, before")
+    compiled = run_optimizer(config, student, metric, train, dev)
+    demos = compact_demos(compiled)
+    after = score_on(compiled, dev, metric, config.threads, "dev, after")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    compiled.save(str(out))
+    meta = {
+        "program": config.program,
+        "optimizer": config.optimizer,
+        "metric": config.metric,
+        "threshold": config.threshold,
+        "model": _model_name(config.model, "agent"),
+        "judge_model": _model_name(config.judge_model, "judge"),
+        "reflection_model": _model_name(config.reflection_model or config.model, "agent")
+        if config.optimizer != "bootstrap" else None,
+        "data": config.data,
+        "train_split": config.train_split,
+        "dev_split": config.dev_split,
+        "train_size": len(train),
+        "dev_size": len(dev),
+        "budget": asdict(config.budget),
+        "seed": config.seed,
+        "demos": demos,
+        "dev_before": before,
+        "dev_after": after,
+        "seconds": round(time.perf_counter() - started, 1),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "dspy_version": dspy.__version__,
+    }
+    metadata_path(out).write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def run_optimizer(config: CompileConfig, student: dspy.Module, metric: Metric, train: list, dev: list) -> dspy.Module:
+    """The optimized copy of ``student``."""
+    budget = config.budget
+    if config.optimizer == "bootstrap":
+        optimizer = dspy.BootstrapFewShot(
+            metric=metric, max_bootstrapped_demos=budget.max_demos, max_labeled_demos=0, max_rounds=1
+        )
+        return optimizer.compile(student, trainset=train)
+    prompt_lm = _reflection_lm(config, student)
+    if config.optimizer == "mipro":
+        optimizer = dspy.MIPROv2(
+            metric=metric, prompt_model=prompt_lm, task_model=student.lm, auto=None,
+            num_candidates=budget.num_candidates, max_bootstrapped_demos=budget.max_demos, max_labeled_demos=0,
+            num_threads=config.threads, seed=config.seed, verbose=False,
+        )
+        return optimizer.compile(
+            student, trainset=train, valset=dev or None, num_trials=budget.num_trials,
+            minibatch=False, seed=config.seed, program_aware_proposer=False, data_aware_proposer=False,
+        )
+    optimizer = dspy.GEPA(
+        metric=metric.for_gepa(), reflection_lm=prompt_lm, max_metric_calls=budget.max_metric_calls,
+        num_threads=config.threads, seed=config.seed, track_stats=False,
+    )
+    return optimizer.compile(student, trainset=train, valset=dev or None)
+
+
+def score_on(program: dspy.Module, examples: list, metric: Metric, threads: int, label: str) -> dict[str, Any]:
+    """``metric``'s mean on ``examples`` and, where gold SQL is known, the execution accuracy."""
+    if not examples:
+        return {"metric": None, "execution_accuracy": None, "n": 0}
+    print(f"scoring on {label} ({len(examples)} questions)")
+    evaluator = dspy.Evaluate(devset=examples, metric=metric, num_threads=threads, display_progress=True)
+    result = evaluator(program)
+    graded = [(ex, pred) for ex, pred, _ in result.results if ex.get("gold_sql")]
+    correct = [
+        pred is not None and compare_execution(str(pred.get("query") or ""), ex.gold_sql, ex.db_path).match
+        for ex, pred in graded
+    ]
+    return {
+        "metric": round(result.score / 100, 4),
+        "execution_accuracy": round(sum(correct) / len(correct), 4) if correct else None,
+        "n": len(examples),
+    }
+
+
+def _sample(examples: list, limit: int | None, seed: int) -> list:
+    if limit is None or limit >= len(examples):
+        return examples
+    return random.Random(seed).sample(examples, limit)
+
+
+def _reflection_lm(config: CompileConfig, student: Any) -> Any:
+    """The LM that proposes instructions (MIPROv2's prompt model, GEPA's reflection LM)."""
+    if config.reflection_model is None:
+        return student.lm
+    from programs.llm.factory import build_lm
+
+    return build_lm(config.reflection_model)
+
+
+def _model_name(model: str | None, role: str) -> str:
+    from programs.llm.factory import resolve_model_name
+
+    return resolve_model_name(model, role=role)  # type: ignore[arg-type]

@@ -1,0 +1,68 @@
+"""Few-shot demos small enough for a small model's context.
+
+A bootstrapped drafting demo carries every table the retriever returned (~1,500 tokens on the
+bundled database). :func:`compact_demos` keeps only the tables its own SQL uses, and drops the
+demos of the ReAct loop's predictors, whose trajectories would fill the context on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import dspy
+import sqlglot
+from sqlglot import exp
+
+LOOP_PREDICTORS = ("agent.react", "agent.extract")
+
+
+def compact_demos(program: dspy.Module, *, keep_loop_demos: bool = False) -> dict[str, int]:
+    """Shrink ``program``'s demos in place; returns the number of demos left per predictor."""
+    counts = {}
+    for name, predictor in program.named_predictors():
+        if name in LOOP_PREDICTORS and not keep_loop_demos:
+            predictor.demos = []
+        predictor.demos = [_compact(demo) for demo in predictor.demos]
+        counts[name] = len(predictor.demos)
+    return counts
+
+
+def _compact(demo: Any) -> Any:
+    schemas, sql = demo.get("table_schemas"), demo.get("sql") or demo.get("sql_query")
+    if not isinstance(schemas, str) or not isinstance(sql, str):
+        return demo
+    used = tables_used(sql)
+    if not used:
+        return demo
+    return demo.copy(table_schemas=keep_tables(schemas, used))
+
+
+def tables_used(sql: str) -> set[str]:
+    """Lower-cased names of the tables ``sql`` reads (CTE names included, harmlessly); empty if it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return set()
+    return {t.name.lower() for t in tree.find_all(exp.Table)} if tree is not None else set()
+
+
+def keep_tables(rendered: str, names: Iterable[str]) -> str:
+    """Rendered schemas (blocks separated by blank lines) without the ``CREATE TABLE`` blocks of other tables.
+
+    Blocks that create no table (the database header) are kept.
+    """
+    wanted = {n.lower() for n in names}
+    blocks = rendered.split("\n\n")
+    kept = [b for b in blocks if (name := _created_table(b)) is None or name in wanted]
+    return "\n\n".join(kept)
+
+
+def _created_table(block: str) -> str | None:
+    try:
+        tree = sqlglot.parse_one(block, read="sqlite")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    if isinstance(tree, exp.Create) and (table := tree.find(exp.Table)) is not None:
+        return table.name.lower()
+    return None

@@ -1,0 +1,210 @@
+"""Metrics, the judge-reward function and the compile entry point, with scripted replies (DummyLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+from optimize.__main__ import main as optimize_main
+from optimize.demos import keep_tables, tables_used
+from optimize.metrics import execution_match, make_metric
+from optimize.reward import llm_as_judge_reward
+from programs.errors import ConfigurationError
+from programs.registry import make_program, metadata_path
+from tests.tiny_db import write_spider_folder
+
+GOOD = "SELECT count(*) FROM users WHERE status = 'suspended'"
+WRONG = "SELECT count(*) FROM users"
+QUESTION = "How many users are suspended?"
+TRAIN = [
+    (QUESTION, GOOD),
+    ("How many organizations are there?", "SELECT count(*) FROM organizations"),
+    ("List the emails of all users.", "SELECT email FROM users"),
+]
+DEV = [("How many blocks are there?", "SELECT count(*) FROM blocks")]
+JUDGE_KEY = "[[ ## sql_query ## ]]"  # only judge prompts carry this field
+
+
+def example(tiny_db: Path, question: str = QUESTION, gold: str | None = GOOD) -> dspy.Example:
+    fields: dict[str, Any] = {"question": question, "db_id": "tiny", "db_path": str(tiny_db)}
+    if gold is not None:
+        fields["gold_sql"] = gold
+    return dspy.Example(**fields).with_inputs("question", "db_id", "db_path")
+
+
+def answer(sql: str) -> dspy.Prediction:
+    return dspy.Prediction(query=sql, explanation="counts suspended users")
+
+
+def verdict(score: float, issues: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "reasoning": "checked", "is_correct": score >= 0.7, "correctness_score": score,
+        "issues": issues or [], "suggestions": [f"fix {i}" for i in issues or []],
+    }
+
+
+def draft(sql: str) -> dict[str, Any]:
+    return {"sql": sql, "explanation": "x", "confidence": 0.9}
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_execution_metric_is_a_float_or_a_bool_when_tracing(tiny_db: Path) -> None:
+    ex = example(tiny_db)
+    assert execution_match(ex, answer(GOOD)) == 1.0 and execution_match(ex, answer(WRONG)) == 0.0
+    assert execution_match(ex, answer(GOOD), trace=[]) is True
+    assert execution_match(ex, answer(WRONG), trace=[]) is False
+    assert execution_match(ex, None) == 0.0
+
+
+def test_judge_metric_speaks_each_optimizers_convention_with_one_judge_call(tiny_db: Path) -> None:
+    judge = DummyLM([verdict(0.8, ["ignores unblocked users"])])  # a second call would find no reply
+    metric = make_metric("judge", judge_model=judge)
+    ex, pred = example(tiny_db, gold=None), answer(GOOD)
+    assert metric(ex, pred) == pytest.approx(0.8)
+    assert metric(ex, pred, trace=[]) is True
+    gepa = metric(ex, pred, None, "draft", [])
+    assert isinstance(gepa, dspy.Prediction) and gepa.score == pytest.approx(0.8)
+    assert "Issue: ignores unblocked users" in gepa.feedback and "Fix: fix ignores unblocked users" in gepa.feedback
+    assert metric.for_gepa()(ex, pred).score == pytest.approx(0.8)
+    assert len(judge.history) == 1
+
+
+def test_judge_metric_scores_an_invalid_query_zero_without_asking(tiny_db: Path) -> None:
+    judge = DummyLM([])
+    result = make_metric("judge", judge_model=judge).score(example(tiny_db), answer("SELECT nope FROM users"))
+    assert result.value == 0.0 and "invalid" in result.feedback[0] and "nope" in result.feedback[0]
+    assert judge.history == []
+
+
+def test_combined_metric_averages_and_bootstraps_on_the_threshold(tiny_db: Path) -> None:
+    metric = make_metric("judge+execution", judge_model=DummyLM([verdict(0.4)]))
+    ex = example(tiny_db)
+    assert metric(ex, answer(GOOD)) == pytest.approx(0.7)
+    assert metric(ex, answer(GOOD), trace=[]) is True
+    feedback = metric(ex, answer(GOOD), None, "draft", None).feedback
+    assert "Judge score 0.40" in feedback and "returns the expected rows" in feedback
+
+
+def test_gepa_feedback_carries_the_execution_facts(tiny_db: Path) -> None:
+    result = make_metric("execution")(example(tiny_db), answer("SELECT missing FROM users"), None, "draft", None)
+    assert result.score == 0.0 and "failed to execute" in result.feedback
+
+
+def test_metric_names_and_gold_are_checked(tiny_db: Path) -> None:
+    with pytest.raises(ConfigurationError, match="unknown metric 'bleu'"):
+        make_metric("bleu")
+    with pytest.raises(ConfigurationError, match="needs gold SQL"):
+        make_metric("execution")(example(tiny_db, gold=None), answer(GOOD))
+
+
+# --------------------------------------------------------------------------- llm_as_judge_reward
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [({"score": 0.85}, {"reward": 0.85, "raw_score": 0.85}),
+     ({"score": 1.7}, {"reward": 1.0, "raw_score": 1.7}),
+     ({"score": -2}, {"reward": 0.0, "raw_score": -2.0}),
+     ({"score": "excellent"}, {"reward": 0.0, "raw_score": 0.0})],
+)
+def test_reward_clamps_and_gives_zero_when_unparseable(reply: dict, expected: dict) -> None:
+    assert llm_as_judge_reward("SELECT 1", "SELECT 1", DummyLM([reply, reply])) == expected
+
+
+def test_reward_takes_its_judge_from_llm_judge_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TEXT2SQL_JUDGE_MODEL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("LLM_JUDGE_MODEL", "anthropic/claude-haiku-4-5")
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+        llm_as_judge_reward("Paris", "Paris is the capital of France")
+
+
+def test_judge_gold_metric_uses_the_reward_judge(tiny_db: Path) -> None:
+    metric = make_metric("judge-gold", judge_model=DummyLM([{"score": 0.9}]))
+    assert metric(example(tiny_db), answer(GOOD)) == pytest.approx(0.9)
+
+
+# --------------------------------------------------------------------------- demos
+
+
+def test_demo_schemas_keep_only_the_tables_their_sql_uses() -> None:
+    rendered = "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)\n\n-- relevance 0.2\nCREATE TABLE blocks (id INTEGER)"
+    kept = keep_tables(rendered, tables_used("SELECT u.id FROM users AS u"))
+    assert kept == "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)"
+    assert tables_used("not sql at all (") == set()
+
+
+# --------------------------------------------------------------------------- compile
+
+
+def compile_folder(tmp_path: Path, tiny_db: Path) -> Path:
+    return write_spider_folder(tmp_path / "data", tiny_db, {"train": TRAIN, "dev": DEV})
+
+
+def scripted(pairs: list[tuple[str, str]], judge_score: float = 0.9) -> DummyLM:
+    """Replies by prompt content: any judge prompt gets a verdict, a drafting prompt the gold SQL of its question."""
+    replies: dict[str, dict] = {JUDGE_KEY: verdict(judge_score)}
+    replies.update({q: draft(sql) for q, sql in pairs})
+    return DummyLM(replies)
+
+
+def test_bootstrap_compile_saves_state_and_sidecar_and_loads_back(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = compile_folder(tmp_path, tiny_db), tmp_path / "compiled" / "v2.json"
+    argv = ["--program", "v2", "--optimizer", "bootstrap", "--metric", "judge+execution", "--data", str(data),
+            "--out", str(out), "--retrieval", "keyword", "--train-limit", "3", "--dev-limit", "1", "--max-demos", "2"]
+    with dspy.context(lm=scripted(TRAIN + DEV)):
+        assert optimize_main(argv) == 0
+    meta = json.loads(metadata_path(out).read_text())
+    assert meta["program"] == "v2" and meta["optimizer"] == "bootstrap" and meta["metric"] == "judge+execution"
+    assert meta["train_size"] == 3 and meta["dev_size"] == 1 and meta["seed"] == 0 and meta["date"]
+    assert meta["dev_before"] == {"metric": 0.95, "execution_accuracy": 1.0, "n": 1}
+    assert meta["demos"]["draft"] == 2 and meta["demos"]["agent.react"] == 0
+    state = json.loads(out.read_text())
+    demo = state["draft"]["demos"][0]
+    assert demo["sql"] in {sql for _, sql in TRAIN}
+    assert tables_used(demo["sql"]) >= {t.lower() for t in _created(demo["table_schemas"])}
+    program = make_program(str(out), db_path=tiny_db, retrieval_type="keyword")
+    assert [d["question"] for d in program.draft.demos] == [d["question"] for d in state["draft"]["demos"]]
+
+
+def _created(schemas: str) -> set[str]:
+    return {line.split()[2] for line in schemas.splitlines() if line.startswith("CREATE TABLE")}
+
+
+def test_gepa_and_mipro_wiring(
+    tmp_path: Path, tiny_db: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = compile_folder(tmp_path, tiny_db)
+    instruction = "Write one SQLite query over the given tables that answers the question."
+    proposer = DummyLM({"": {"new_instruction": instruction, "proposed_instruction": instruction}})
+    monkeypatch.setattr("optimize.compile._reflection_lm", lambda config, student: proposer)
+    common = ["--program", "baseline", "--metric", "execution", "--data", str(data), "--retrieval", "keyword",
+              "--train-limit", "2", "--dev-limit", "1"]
+    wrong_on_train = scripted([(q, "SELECT 1") for q, _ in TRAIN] + DEV)  # failures give GEPA something to reflect on
+    with dspy.context(lm=wrong_on_train):
+        out = tmp_path / "gepa.json"
+        assert optimize_main([*common, "--optimizer", "gepa", "--out", str(out), "--max-metric-calls", "6"]) == 0
+        assert json.loads(metadata_path(out).read_text())["optimizer"] == "gepa"
+        reflection_prompts = [str(entry["messages"] or entry["prompt"]) for entry in proposer.history]
+        assert any("Execution: the query returns 1 rows" in p for p in reflection_prompts), "feedback reached GEPA"
+        out = tmp_path / "mipro.json"
+        assert optimize_main([*common, "--optimizer", "mipro", "--out", str(out), "--num-trials", "2"]) == 0
+        assert json.loads(metadata_path(out).read_text())["dev_after"]["n"] == 1
+        assert instruction in caplog.text, "MIPROv2's prompt model proposed a candidate instruction"
+
+
+def test_compile_refuses_bad_flags(tmp_path: Path, tiny_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = compile_folder(tmp_path, tiny_db)
+    code = optimize_main(["--program", "v1", "--optimizer", "bootstrap", "--metric", "bleu", "--data", str(data),
+                          "--out", str(tmp_path / "x.json"), "--retrieval", "keyword"])
+    assert code == 2 and "unknown metric 'bleu'" in capsys.readouterr().err
+    code = optimize_main(["--program", "v1", "--optimizer", "bootstrap", "--data", str(data),
+                          "--out", str(tmp_path / "x.txt"), "--retrieval", "keyword"])
+    assert code == 2 and ".json" in capsys.readouterr().err
