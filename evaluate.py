@@ -26,6 +26,7 @@ from programs.dataset import BUNDLED_DATA, load_split
 from programs.errors import Text2SQLError
 
 DEFAULT_OUT = Path("runs") / "latest"
+DEFAULT_PROGRAM = "v2"  # the same default as `text2sql ask`
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split", default="test", help="split file to evaluate, <data>/<split>.json (default: test)")
     parser.add_argument(
         "--program", action="append", dest="programs",
-        help="baseline, v1, v2 or a compiled .json; repeat to compare (default: baseline)",
+        help=f"baseline, v1, v2 or a compiled .json; repeat to compare (default: {DEFAULT_PROGRAM})",
     )
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
@@ -54,7 +55,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from optimize.report import summarize, write_report
     from programs.llm.llama_engine import clear_shared_caches
 
-    programs = args.programs or ["baseline"]
+    programs = args.programs or [DEFAULT_PROGRAM]
     examples = load_split(args.data, args.split, limit=args.limit)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
