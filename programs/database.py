@@ -7,7 +7,9 @@ by implementing the same two members.
 SQLite is guarded three ways, so that no generated query can write:
 the file is opened with ``mode=ro``, the connection sets ``PRAGMA query_only``, and an authorizer
 denies every action but reading (no ATTACH, no PRAGMA, no writes, no extension loading).
-A progress handler enforces a wall-clock timeout per query, and rows are capped.
+A progress handler enforces a wall-clock timeout per query, rows are capped, and so is the size of
+any one string or blob a query builds: a single huge allocation (``hex(zeroblob(4e8))``) is one
+step the progress handler cannot interrupt.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from programs.catalog import connect_readonly
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MAX_ROWS = 1000
+MAX_VALUE_BYTES = 10_000_000  # largest string or blob a query may build (SQLite's own default is 1 GB)
 
 _ALLOWED_ACTIONS = {
     sqlite3.SQLITE_SELECT,
@@ -73,6 +76,8 @@ class SQLiteDatabase:
         """Run ``sql`` read-only. Errors, denials and timeouts come back in :attr:`QueryResult.error`."""
         timeout = self.timeout_s if timeout_s is None else timeout_s
         cap = self.max_rows if max_rows is None else max_rows
+        if not isinstance(sql, str):
+            return QueryResult(error=f"TypeError: expected the SQL query as text, got {type(sql).__name__}")
         conn = self._connection()
         deadline = time.monotonic() + timeout
         timed_out = False
@@ -108,6 +113,7 @@ class SQLiteDatabase:
         if conn is None:
             conn = connect_readonly(self.path)
             conn.set_authorizer(_authorize)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             self._local.conn = conn
         return conn
 

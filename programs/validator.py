@@ -47,6 +47,7 @@ MAX_QUERY_CHARS = 100_000
 MAX_TOKENS = 20_000
 MAX_COMPOUND_TERMS = 500  # SQLite's own SQLITE_MAX_COMPOUND_SELECT
 _SET_OPERATION_TOKENS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT})
+_SNIFF_CHARS = 2_000  # how much of an unparseable query is read for a write statement
 MAX_NESTING = 30  # parentheses and CASE; deeper queries are refused before parsing (sqlglot's parser recurses)
 _MAX_LISTED_COLUMNS = 25
 _MAX_LISTED_TABLES = 30
@@ -344,23 +345,23 @@ class SQLValidator:
         if not sql:
             return _invalid("", ["empty query: write one SELECT statement"])
         if len(sql) > MAX_QUERY_CHARS:
-            return _invalid(sql[:200], [f"query too long ({len(sql):,} characters; the limit is {MAX_QUERY_CHARS:,})"])
+            return self._unreadable(sql, f"query too long ({len(sql):,} characters; the limit is {MAX_QUERY_CHARS:,})", shown=sql[:200])
         if "\x00" in sql:
-            return _invalid(sql, ["query contains a NUL character"])
+            return self._unreadable(sql, "query contains a NUL character")
         try:
             sql.encode("utf-8")
         except UnicodeEncodeError:
-            return _invalid(sql, ["query is not valid UTF-8 text (lone surrogate characters)"])
+            return self._unreadable(sql, "query is not valid UTF-8 text (lone surrogate characters)")
 
         # tokens first: cheap, gives nesting depth and statement keywords without recursion
         try:
             tokens = self._dialect.tokenize(sql)
         except TokenError as exc:
-            return _invalid(sql, [f"syntax error: {_token_error_text(exc)}"])
+            return self._unreadable(sql, f"syntax error: {_token_error_text(exc)}")
         if not tokens:
             return _invalid(sql, ["empty query: only comments, no statement"])
         if len(tokens) > MAX_TOKENS:
-            return _invalid(sql, [f"query too long ({len(tokens):,} tokens; the limit is {MAX_TOKENS:,})"])
+            return self._unreadable(sql, f"query too long ({len(tokens):,} tokens; the limit is {MAX_TOKENS:,})")
         depth = deepest = compounds = 0
         for token in tokens:
             if token.token_type in (TokenType.L_PAREN, TokenType.CASE):
@@ -371,23 +372,23 @@ class SQLValidator:
             elif token.token_type in _SET_OPERATION_TOKENS:
                 compounds += 1
         if deepest > MAX_NESTING:
-            return _invalid(sql, [f"query too deeply nested ({deepest} levels of parentheses/CASE; the limit is {MAX_NESTING})"])
+            return self._unreadable(sql, f"query too deeply nested ({deepest} levels of parentheses/CASE; the limit is {MAX_NESTING})")
         if compounds >= MAX_COMPOUND_TERMS:
-            return _invalid(sql, [f"too many UNION/INTERSECT/EXCEPT terms ({compounds + 1}; SQLite allows {MAX_COMPOUND_TERMS})"])
+            return self._unreadable(sql, f"too many UNION/INTERSECT/EXCEPT terms ({compounds + 1}; SQLite allows {MAX_COMPOUND_TERMS})")
         starts = _statement_keywords(tokens)
 
         try:
             parsed = sqlglot.parse(sql, read=self._dialect)
         except ParseError as exc:
             refused_words = _WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
-            if any(word in refused_words for word in starts):
-                word = next(w for w in starts if w in refused_words)
+            word = next((w for w in starts if w in refused_words), None) or _top_level_write(tokens)
+            if word is not None:
                 return _refused(sql, f"dangerous operation: {word} (only a single read-only SELECT is allowed)")
             return _invalid(sql, [f"syntax error: {_parse_error_text(exc)}"])
         except TokenError as exc:
-            return _invalid(sql, [f"syntax error: {_token_error_text(exc)}"])
+            return self._unreadable(sql, f"syntax error: {_token_error_text(exc)}")
         except RecursionError:
-            return _invalid(sql, ["query too deeply nested to analyse"])
+            return self._unreadable(sql, "query too deeply nested to analyse")
 
         statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
         if not statements:
@@ -420,6 +421,20 @@ class SQLValidator:
             return found.result(sql)
         dangerous = self._dry_run(sql, found) if self.database is not None else False
         return found.result(sql, dangerous=dangerous)
+
+    def _unreadable(self, sql: str, message: str, *, shown: str | None = None) -> ValidationResult:
+        """Invalid before parsing (too long, too deep, bad bytes); refused as well when its start reads as a write."""
+        result = _invalid(sql if shown is None else shown, [message])
+        try:
+            tokens = self._dialect.tokenize(sql[:_SNIFF_CHARS].replace("\x00", " "))
+        except Exception:  # an unterminated string in the first characters: nothing more to say
+            return result
+        refused_words = _WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
+        word = next((w for w in _statement_keywords(tokens) if w in refused_words), None) or _top_level_write(tokens)
+        if word is None:
+            return result
+        refusal = f"dangerous operation: {word} (only a single read-only SELECT is allowed)"
+        return ValidationResult(valid=False, sql=result.sql, errors=[message, refusal], dangerous=True)
 
     def _dry_run(self, sql: str, found: _Findings) -> bool:
         """Run the query once (1 row, short timeout). Returns True if the database refused it as unsafe."""
@@ -812,6 +827,7 @@ class SQLValidator:
             for clause in predicates
             for node in walk_in_scope(clause)
         )
+        unlinked = []
         for join in joins:
             if join.args.get("on") is not None or join.args.get("using") or (join.method or "").upper() == "NATURAL":
                 continue
@@ -824,10 +840,13 @@ class SQLValidator:
             if any(name in names for names in linked_names) or has_unqualified_link:
                 continue
             alias = target.args.get("alias")
-            shown = _orig(alias.this) if alias is not None and alias.this is not None else _orig(target.this)
+            unlinked.append(_orig(alias.this) if alias is not None and alias.this is not None else _orig(target.this))
+        if unlinked:  # one warning for them all, so that it cannot crowd out the others
+            shown = ", ".join(f"'{name}'" for name in unlinked)
+            verb = "is" if len(unlinked) == 1 else "are"
             found.warn(
-                f"cartesian join: '{shown}' is joined without ON/USING and no WHERE condition links it "
-                "(every row pairs with every row): add a join condition"
+                f"cartesian join: {shown} {verb} joined without ON/USING and no WHERE condition links "
+                f"{'it' if len(unlinked) == 1 else 'them'} (every row pairs with every row): add a join condition"
             )
 
 
@@ -860,6 +879,27 @@ def _statement_keywords(tokens) -> list[str]:
             words.append(token.text.upper())
             expect = False
     return words
+
+
+def _top_level_write(tokens) -> str | None:
+    """A write keyword outside parentheses that is no function call, as in ``WITH x AS (...) REPLACE INTO t``.
+
+    Only asked of text sqlglot cannot parse, to name the write it hides instead of a syntax error.
+    """
+    depth = 0
+    for token, following in zip(tokens, [*tokens[1:], None]):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif (
+            depth == 0
+            and token.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)
+            and token.text.upper() in _ALARM_WORDS
+            and (following is None or following.token_type != TokenType.L_PAREN)
+        ):
+            return token.text.upper()
+    return None
 
 
 def _statement_label(node: exp.Expr) -> str:

@@ -25,11 +25,30 @@ def test_row_cap_truncates(tiny_db: Path) -> None:
     assert result.rows == [(1,), (2,)] and result.truncated
 
 
-def test_runaway_query_stops_within_its_timeout(tiny_db: Path) -> None:
-    sql = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n",
+        "SELECT count(*) FROM " + ", ".join(f"login_attempts AS j{i}" for i in range(12)),  # 6^12 rows
+        "SELECT max(a.attempted_at || b.attempted_at || c.attempted_at) FROM login_attempts a, login_attempts b, "
+        "login_attempts c, login_attempts d, login_attempts e, login_attempts f, login_attempts g, login_attempts h, "
+        "login_attempts i, login_attempts j, login_attempts k",
+        "WITH RECURSIVE s(v) AS (SELECT 'x' UNION ALL SELECT v || 'x' FROM s) SELECT count(*) FROM s",
+    ],
+    ids=["recursive_cte", "cartesian_count", "cartesian_aggregate", "recursive_string"],
+)
+def test_runaway_query_stops_within_its_timeout(tiny_db: Path, sql: str) -> None:
     result = SQLiteDatabase(tiny_db).execute(sql, timeout_s=0.3)
     assert result.timed_out and "timed out" in result.error
     assert result.elapsed_s < 2.0
+
+
+def test_a_huge_value_is_refused_at_once(tiny_db: Path) -> None:
+    """One giant allocation is a single step the timeout cannot interrupt; the value-size cap stops it."""
+    for sql in ("SELECT length(hex(zeroblob(400000000)))", "SELECT length(randomblob(999999999))"):
+        result = SQLiteDatabase(tiny_db).execute(sql, timeout_s=5.0)
+        assert not result.ok and "too big" in result.error and result.elapsed_s < 0.5
+    assert SQLiteDatabase(tiny_db).execute("SELECT length(zeroblob(5000000))").rows == [(5_000_000,)]
 
 
 @pytest.mark.parametrize(

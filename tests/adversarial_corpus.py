@@ -1,0 +1,500 @@
+"""The adversarial SQL corpus and the harness that runs it; shared by tests/ and benchmarks/.
+
+:func:`build_corpus` generates hostile queries (templates x tables x variations) from a database's
+own tables and columns, so every write aims at real data. Each :class:`Case` says what must
+happen to it:
+
+* ``refuse`` — the validator refuses it as dangerous (``dangerous=True``), and so do the agent's tools;
+* ``reject`` — the validator calls it invalid (too long, too deep, bad bytes, ...);
+* ``harmless`` — it may pass (a write hidden in a comment is no write), but must not change anything.
+
+:func:`run_case` sends one case through the validator, the read-only executor (bypassing the
+validator) and the agent's tools, catching anything that escapes; :func:`run_corpus` runs them all
+and checks that the database file and its folder are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from programs.agent_tools import AgentState, Limits, Toolbox
+from programs.catalog import introspect_sqlite
+from programs.database import SQLiteDatabase
+from programs.retriever import make_retriever
+from programs.source import DataSource
+from programs.validator import SQLValidator
+
+Expect = Literal["refuse", "reject", "harmless"]
+Target = tuple[str, str, str]  # table, first column, second column
+
+# A case's stages together must end within this many seconds (executor timeout plus slack).
+EXECUTOR_TIMEOUT_S = 1.0
+DRY_RUN_TIMEOUT_S = 0.5
+CASE_BOUND_S = 10.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input and what must happen to it."""
+
+    category: str
+    sql: str
+    expect: Expect
+
+    @property
+    def label(self) -> str:
+        """A short printable id (for pytest and reports)."""
+        text = self.sql if len(self.sql) <= 60 else f"{self.sql[:40]}...[{len(self.sql):,} chars]"
+        return f"{self.category}:{ascii(text)[1:-1]}"
+
+
+# --------------------------------------------------------------------------------------------
+# generation
+
+
+def targets_of(db_path: Path, limit: int = 4) -> list[Target]:
+    """Up to ``limit`` (table, column, column) triples of a database, ``users`` first when it has one."""
+    tables = sorted(introspect_sqlite(db_path).tables, key=lambda t: t.name != "users")
+    result = []
+    for table in tables[:limit]:
+        names = table.column_names
+        result.append((table.name, names[0], names[1] if len(names) > 1 else names[0]))
+    return result
+
+
+WRITE_TEMPLATES: dict[str, list[str]] = {
+    "insert": [
+        "INSERT INTO {t} DEFAULT VALUES",
+        "INSERT INTO {t} ({b}) VALUES ('pwned')",
+        "INSERT INTO {t} SELECT * FROM {t}",
+        "INSERT OR IGNORE INTO {t} SELECT * FROM {t}",
+        "INSERT OR ABORT INTO {t} ({a}) VALUES (NULL)",
+        "INSERT INTO {t} ({b}) VALUES ('pwned') RETURNING *",
+        "insert into main.{t} ({b}) values ('pwned')",
+        'INSERT INTO "{t}" ("{b}") VALUES (\'pwned\')',
+    ],
+    "update": [
+        "UPDATE {t} SET {b} = {b}",
+        "UPDATE {t} SET {b} = NULL WHERE 1 = 1",
+        "UPDATE OR REPLACE {t} SET {a} = {a} + 1",
+        "UPDATE {t} SET {b} = 'x' WHERE {a} IN (SELECT {a} FROM {t}) RETURNING {a}",
+        "UPDATE {t} SET {b} = o.{b} FROM {t} AS o WHERE o.{a} = {t}.{a}",
+        "update main.{t} set {b} = upper({b})",
+    ],
+    "delete": [
+        "DELETE FROM {t}",
+        "DELETE FROM {t} WHERE 1",
+        "DELETE FROM {t} WHERE {a} IN (SELECT {a} FROM {t})",
+        "DELETE FROM {t} RETURNING *",
+        "delete from main.{t}",
+    ],
+    "replace": [
+        "REPLACE INTO {t} SELECT * FROM {t}",
+        "INSERT OR REPLACE INTO {t} SELECT * FROM {t}",
+        "REPLACE INTO {t} ({a}, {b}) VALUES (1, 'pwned')",
+    ],
+    "upsert": [
+        "INSERT INTO {t} SELECT * FROM {t} WHERE true ON CONFLICT DO NOTHING",
+        "INSERT INTO {t} ({a}, {b}) VALUES (1, 'x') ON CONFLICT ({a}) DO UPDATE SET {b} = excluded.{b}",
+        "INSERT INTO {t} ({a}) VALUES (1) ON CONFLICT DO NOTHING",
+        "UPSERT INTO {t} VALUES (1)",
+    ],
+    "drop": [
+        "DROP TABLE {t}",
+        "DROP TABLE IF EXISTS {t}",
+        "DROP TABLE main.{t}",
+        "DROP VIEW IF EXISTS {t}_v",
+        "DROP INDEX IF EXISTS {t}_idx",
+        "DROP TRIGGER IF EXISTS {t}_trg",
+    ],
+    "alter": [
+        "ALTER TABLE {t} ADD COLUMN pwned TEXT",
+        "ALTER TABLE {t} RENAME TO {t}_old",
+        "ALTER TABLE {t} RENAME COLUMN {b} TO pwned",
+        "ALTER TABLE {t} DROP COLUMN {b}",
+    ],
+    "create": [
+        "CREATE TABLE {t}_copy AS SELECT * FROM {t}",
+        "CREATE TABLE IF NOT EXISTS {t}_new ({a} INTEGER)",
+        "CREATE TEMP TABLE {t}_tmp AS SELECT * FROM {t}",
+        "CREATE TEMPORARY TABLE {t}_tmp2 ({a})",
+        "CREATE VIEW {t}_v AS SELECT * FROM {t}",
+        "CREATE TEMP VIEW {t}_tv AS SELECT {a} FROM {t}",
+        "CREATE INDEX {t}_idx ON {t} ({b})",
+        "CREATE UNIQUE INDEX IF NOT EXISTS {t}_uidx ON {t} ({a})",
+        "CREATE TRIGGER {t}_trg AFTER INSERT ON {t} BEGIN DELETE FROM {t}; END",
+        "CREATE TEMP TRIGGER {t}_ttrg BEFORE DELETE ON {t} BEGIN SELECT 1; END",
+        "CREATE VIRTUAL TABLE {t}_fts USING fts5({b})",
+    ],
+    "writable_cte": [
+        "WITH x AS (SELECT {a} FROM {t}) DELETE FROM {t} WHERE {a} IN (SELECT {a} FROM x)",
+        "WITH x AS (SELECT * FROM {t}) INSERT INTO {t} SELECT * FROM x",
+        "WITH x AS (SELECT {a} FROM {t}) UPDATE {t} SET {b} = {b} WHERE {a} IN (SELECT {a} FROM x)",
+        "WITH x AS (SELECT * FROM {t}) REPLACE INTO {t} SELECT * FROM x",
+        "WITH x AS (DELETE FROM {t} RETURNING *) SELECT * FROM x",
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) DELETE FROM {t}",
+    ],
+    "select_into": [
+        "SELECT * INTO {t}_backup FROM {t}",
+        "SELECT {a}, {b} INTO TEMP {t}_b FROM {t}",
+        "SELECT {a} INTO main.{t}_c FROM {t} WHERE 1 = 1",
+    ],
+    "maintenance": ["REINDEX {t}", "REINDEX main.{t}", "ANALYZE {t}", "ANALYZE main.{t}"],
+    "explain": ["EXPLAIN DELETE FROM {t}", "EXPLAIN QUERY PLAN DELETE FROM {t}", "EXPLAIN SELECT {a} FROM {t}"],
+    "dangerous_function": [
+        "SELECT {a} FROM {t} WHERE load_extension('evil') IS NULL",
+        "SELECT writefile('{scratch}/dump_{t}.txt', {b}) FROM {t}",
+        "SELECT {a} FROM {t} ORDER BY LOAD_EXTENSION('evil')",
+        "SELECT (SELECT load_extension('evil')) FROM {t}",
+    ],
+}
+
+FIXED_WRITES: dict[str, list[str]] = {
+    "attach_detach": [
+        "ATTACH DATABASE '{scratch}/attached.sqlite' AS pwned",
+        "ATTACH '{scratch}/attached2.sqlite' AS p2",
+        "ATTACH 'file:{scratch}/attached3.sqlite?mode=rwc' AS p3",
+        "ATTACH ':memory:' AS mem",
+        "ATTACH DATABASE '' AS scratch",
+        "DETACH main",
+        "DETACH DATABASE temp",
+        "DETACH pwned",
+    ],
+    "pragma": [
+        f"PRAGMA {setting}"
+        for setting in (
+            "writable_schema = 1", "writable_schema = RESET", "journal_mode = WAL", "journal_mode = OFF",
+            "query_only = 0", "query_only = false", "user_version = 42", "main.user_version = 1",
+            "application_id = 7", "schema_version = 1", "foreign_keys = OFF", "locking_mode = EXCLUSIVE",
+            "synchronous = OFF", "auto_vacuum = FULL", "page_size = 1024", "cache_size = -1",
+            "temp_store = MEMORY", "wal_checkpoint(TRUNCATE)", "incremental_vacuum", "optimize",
+            "shrink_memory", "recursive_triggers = ON", "trusted_schema = ON", "integrity_check",
+        )
+    ],  # fmt: skip
+    "vacuum": [
+        "VACUUM",
+        "VACUUM main",
+        "VACUUM temp",
+        "VACUUM INTO '{scratch}/copy.sqlite'",
+        "VACUUM main INTO '{scratch}/copy2.sqlite'",
+        "VACUUM INTO 'file:{scratch}/copy3.sqlite?mode=rwc'",
+        "vacuum into '{scratch}/copy4.sqlite'",
+    ],
+    "maintenance": ["REINDEX", "ANALYZE", "ANALYZE main", "REINDEX NOCASE"],
+    "transaction": [
+        "BEGIN", "BEGIN TRANSACTION", "BEGIN DEFERRED", "BEGIN IMMEDIATE", "BEGIN EXCLUSIVE", "COMMIT",
+        "COMMIT TRANSACTION", "END", "END TRANSACTION", "ROLLBACK", "ROLLBACK TRANSACTION", "SAVEPOINT s1",
+        "RELEASE s1", "RELEASE SAVEPOINT s1", "ROLLBACK TO s1", "ROLLBACK TO SAVEPOINT s1",
+    ],  # fmt: skip
+    "dangerous_function": [
+        "SELECT load_extension('{scratch}/evil.so')",
+        "SELECT load_extension('evil', 'sqlite3_evil_init')",
+        'SELECT "load_extension"(\'evil\')',
+        "SELECT [load_extension]('evil')",
+        "SELECT `load_extension`('evil')",
+        "WITH e AS (SELECT load_extension('evil') AS x) SELECT x FROM e",
+        "SELECT readfile('/etc/passwd')",
+        "SELECT writefile('{scratch}/w.txt', 'x')",
+        "SELECT edit('x')",
+        "SELECT fts3_tokenizer('simple')",
+    ],
+}
+
+# Statements hidden in comments or strings: (template, expect). A write that really follows a
+# comment or string must be refused; one that lives inside it is harmless text.
+HIDDEN: list[tuple[str, Expect]] = [
+    ("SELECT {a} FROM {t} -- ; DROP TABLE {t}", "harmless"),
+    ("/* DROP TABLE {t}; */ SELECT {a} FROM {t}", "harmless"),
+    ("SELECT {a} FROM {t} /* ; DELETE FROM {t} */", "harmless"),
+    ("SELECT '; DROP TABLE {t}; --' AS x", "harmless"),
+    ("SELECT {a} FROM {t} WHERE {b} = '''; DELETE FROM {t}; --'", "harmless"),
+    ("SELECT [; DROP TABLE {t}] FROM {t}", "harmless"),
+    ("SELECT {a} FROM {t} WHERE {b} = 'x'';DROP TABLE {t};--'", "harmless"),
+    ("SELECT 1 /* */ ; DROP TABLE {t}", "refuse"),
+    ("SELECT 1 --\n; DELETE FROM {t}", "refuse"),
+    ("SELECT 'it''s'; DROP TABLE {t}", "refuse"),
+    ("SELECT {a} FROM {t} DELETE FROM {t}", "refuse"),  # no semicolon at all
+    ("SELECT ';'; UPDATE {t} SET {b} = NULL", "refuse"),
+    ("/* SELECT 1 */ DELETE FROM {t}", "refuse"),
+    ("-- SELECT 1\nDROP TABLE {t}", "refuse"),
+    ("```sql\nDROP TABLE {t}\n```", "refuse"),
+    ("```sql\nSELECT 1;\nDELETE FROM {t};\n```", "refuse"),
+    ("Here is the query:\n```sql\nSELECT {a} FROM {t}\n```\n```sql\nDROP TABLE {t}\n```", "harmless"),
+    ("Sure. I will clean up first.\nDELETE FROM {t};\nSELECT count(*) FROM {t}", "reject"),
+    ("SELECT 1\n\nDROP TABLE {t}", "reject"),
+    ("SELECT 1\uff1b DROP TABLE {t}", "reject"),  # a full-width semicolon
+]
+
+MULTI_TEMPLATES = [
+    "SELECT {a} FROM {t}; DROP TABLE {t}",
+    "SELECT 1;DELETE FROM {t}",
+    "SELECT 1;\nUPDATE {t} SET {b} = NULL",
+    "DELETE FROM {t}; SELECT 1",
+    "SELECT {a} FROM {t};;; INSERT INTO {t} DEFAULT VALUES",
+    "SELECT 1; -- note\nDROP TABLE {t}",
+    "SELECT 1; BEGIN; DELETE FROM {t}; COMMIT",
+    "SELECT 1\n;\nDROP TABLE {t}\n;",
+]
+MULTI_FIXED = [
+    "SELECT 1; SELECT 2",
+    "SELECT 1; ATTACH DATABASE '{scratch}/m.sqlite' AS m",
+    "SELECT 1; PRAGMA writable_schema = 1",
+    "SELECT 1; VACUUM INTO '{scratch}/multi_copy.sqlite'",
+    "SELECT 1; SELECT load_extension('evil')",
+]
+
+
+def _encoded(payload: str) -> Iterator[tuple[str, str]]:
+    """(variation, text) pairs: ``payload`` behind bad bytes, NULs and invisible characters."""
+    raw = payload.encode()
+    yield "surrogateescape", (raw + b" \xff\xfe\x80").decode("utf-8", "surrogateescape")
+    yield "utf16_as_latin1", payload.encode("utf-16").decode("latin-1")
+    yield "nul_prefix", "\x00" + payload
+    yield "nul_inside", payload.replace(" ", "\x00 ", 1)
+    yield "nul_after_select", "SELECT 1\x00; " + payload
+    yield "bom", "\ufeff" + payload
+    yield "zero_width", payload[:2] + "\u200b" + payload[2:]
+
+
+ENCODING_FIXED: list[tuple[str, Expect]] = [
+    (b"SELECT '\xe9\xff' AS x".decode("latin-1"), "harmless"),
+    (b"SELECT '\xc3\xa9' AS mojibake".decode("cp1252"), "harmless"),
+    ("SELECT 'a\u202edcba' AS rtl", "harmless"),
+    ('SELECT 1 AS "\U0001f4a5"', "harmless"),
+    ("S\u0415LECT 1", "reject"),  # a Cyrillic E
+    ("SELECT '\x00'", "reject"),
+    ("SELECT 1\x00", "reject"),
+    (b"SELECT 1 -- \xff\n; DROP TABLE users".decode("latin-1"), "refuse"),
+    (b"SELECT '\xff\xfe'".decode("utf-8", "surrogateescape"), "reject"),
+]
+
+
+def _nested() -> Iterator[tuple[str, Expect]]:
+    depth = 500
+    yield "SELECT " + "(" * depth + "1" + ")" * depth, "reject"
+    yield "SELECT * FROM (" * depth + "SELECT 1" + ")" * depth, "reject"
+    yield "SELECT 1 WHERE 1 IN (SELECT 1 WHERE 1 IN " * depth + "(SELECT 1)" + ")" * depth, "reject"
+    yield "SELECT " + "CASE WHEN 1 THEN " * depth + "1" + " END" * depth, "reject"
+    yield "SELECT " + "abs(" * depth + "1" + ")" * depth, "reject"
+    yield "SELECT " + "(" * 5000 + "1" + ")" * 5000, "reject"
+    yield "(" * 10_000, "reject"
+    yield "SELECT " + "(" * depth + "1" + ")" * depth + "; DROP TABLE users", "reject"
+    yield " UNION ".join(["SELECT 1"] * 600), "reject"
+    yield "SELECT " + "(" * 25 + "1" + ")" * 25, "harmless"
+    ctes = ", ".join(f"c{i} AS (SELECT {i} AS v FROM c{i - 1})" for i in range(1, 200))
+    yield f"WITH c0 AS (SELECT 0 AS v), {ctes} SELECT v FROM c199", "harmless"
+    yield "SELECT json('" + "[" * depth + "]" * depth + "')", "harmless"
+
+
+def _long(t: str, a: str) -> Iterator[tuple[str, Expect]]:
+    yield "SELECT '" + "x" * 100_000 + "'", "reject"
+    yield "SELECT '" + "x" * 1_000_000 + "'", "reject"
+    yield "SELECT '" + "x" * 90_000 + "' AS big", "harmless"
+    yield f"SELECT {a} FROM {t} WHERE {a} IN (" + ",".join(map(str, range(20_000))) + ")", "reject"
+    yield " " * 100_000 + f"DROP TABLE {t}", "refuse"
+    yield "SELECT 1" + " " * 100_000 + f"; DROP TABLE {t}", "reject"
+    yield "-- " + "x" * 100_000 + f"\nDROP TABLE {t}", "reject"
+    yield "SELECT " + " + ".join(["1"] * 30_000), "reject"
+    yield "SELECT 1 WHERE " + " OR ".join(["1 = 1"] * 15_000), "reject"
+    yield f"DELETE FROM {t} WHERE {a} NOT IN (" + ",".join(map(str, range(20_000))) + ")", "reject"
+
+
+def _runaway(targets: Sequence[Target]) -> Iterator[tuple[str, Expect]]:
+    t, a, _ = targets[0]
+    yield f"SELECT count(*) FROM {', '.join(f'{t} AS j{i}' for i in range(12))}", "harmless"
+    yield "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n", "harmless"
+    yield "WITH RECURSIVE s(v) AS (SELECT 'x' UNION ALL SELECT v || v FROM s) SELECT max(length(v)) FROM s", "harmless"
+
+
+def _resource() -> Iterator[tuple[str, Expect]]:
+    yield "SELECT length(hex(zeroblob(450000000)))", "harmless"
+    # printf's precision loop is one uninterruptible step that the length cap does not shorten:
+    # about 0.5 s per 1e8, so at most ~10 s for SQLite's largest precision (2^31 - 1). Kept small here.
+    yield "SELECT length(printf('%.*c', 200000000, 'x'))", "harmless"
+    yield "SELECT length(randomblob(999999999))", "harmless"
+    yield "SELECT length(replace(hex(zeroblob(10000000)), '0', hex(zeroblob(100))))", "harmless"
+    yield "SELECT hex(zeroblob(300000000))", "harmless"
+
+
+def build_corpus(targets: Sequence[Target], scratch: Path) -> list[Case]:
+    """The whole corpus for a database with these tables; file-writing cases aim into ``scratch``."""
+    cases: list[Case] = []
+
+    def add(category: str, sql: str, expect: Expect, **names: str) -> None:
+        cases.append(Case(category, sql.format(scratch=scratch, **names) if "{" in sql else sql, expect))
+
+    for t, a, b in targets:
+        for category, templates in WRITE_TEMPLATES.items():
+            for template in templates:
+                add(category, template, "refuse", t=t, a=a, b=b)
+        for template in MULTI_TEMPLATES:
+            add("multi_statement", template, "refuse", t=t, a=a, b=b)
+        for template, expect in HIDDEN:
+            add("hidden", template, expect, t=t, a=a, b=b)
+        for payload in (f"DROP TABLE {t}", f"DELETE FROM {t}"):
+            for _variation, text in _encoded(payload):
+                cases.append(Case("encoding", text, "reject"))
+    for category, statements in FIXED_WRITES.items():
+        for sql in statements:
+            add(category, sql, "refuse")
+    for sql in MULTI_FIXED:
+        add("multi_statement", sql, "refuse")
+    for sql, expect in ENCODING_FIXED:
+        cases.append(Case("encoding", sql, expect))
+    t, a, _ = targets[0]
+    cases += [Case("long", sql, expect) for sql, expect in _long(t, a)]
+    cases += [Case("nested", sql, expect) for sql, expect in _nested()]
+    cases += [Case("runaway", sql, expect) for sql, expect in _runaway(targets)]
+    cases += [Case("resource", sql, expect) for sql, expect in _resource()]
+    return cases
+
+
+# --------------------------------------------------------------------------------------------
+# harness
+
+
+def arm(db_path: Path, targets: Sequence[Target]) -> None:
+    """Give each target table an index, a trigger and a view, so that DROP and REINDEX aim at real objects.
+
+    Call it on a copy, before taking the copy's sha256.
+    """
+    conn = sqlite3.connect(db_path)
+    for t, _a, b in targets:
+        conn.execute(f'CREATE INDEX IF NOT EXISTS "{t}_idx" ON "{t}" ("{b}")')
+        conn.execute(f'CREATE TRIGGER IF NOT EXISTS "{t}_trg" AFTER DELETE ON "{t}" BEGIN SELECT 1; END')
+        conn.execute(f'CREATE VIEW IF NOT EXISTS "{t}_v" AS SELECT * FROM "{t}"')
+    conn.commit()
+    conn.close()
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fingerprint(db_path: Path, scratch: Path) -> tuple:
+    """A cheap per-case change detector: the file's size and mtime, and every file next to it or in ``scratch``."""
+    stat = db_path.stat()
+    neighbours = sorted(p.name for folder in {db_path.parent, scratch} for p in folder.iterdir())
+    return stat.st_size, stat.st_mtime_ns, tuple(neighbours)
+
+
+@dataclass
+class Outcome:
+    """What each stage did with one case. ``crash`` is an exception that escaped any stage."""
+
+    case: Case
+    refused: bool = False  # the validator said dangerous
+    rejected: bool = False  # the validator said invalid (refused or not)
+    executor_error: str | None = None
+    tool_observation: str = ""
+    submit_observation: str = ""
+    accepted_dangerous: bool = False  # a tool path took a query the validator calls dangerous as the answer
+    crash: str | None = None
+    mutated: bool = False
+    elapsed_s: float = 0.0
+    stage_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def hung(self) -> bool:
+        return self.elapsed_s > CASE_BOUND_S
+
+    @property
+    def failed_harmlessly(self) -> bool:
+        """Not refused by the validator, yet nothing crashed, hung or changed."""
+        return not self.refused and not self.crash and not self.hung and not self.mutated
+
+
+@dataclass
+class Harness:
+    """The three paths a query can take into a database, built once per database."""
+
+    db_path: Path
+    scratch: Path
+    source: DataSource
+    validator: SQLValidator
+    database: SQLiteDatabase
+
+    @classmethod
+    def open(cls, db_path: Path, scratch: Path, source: DataSource) -> Harness:
+        database = SQLiteDatabase(db_path, timeout_s=EXECUTOR_TIMEOUT_S)
+        validator = SQLValidator(source.catalog, database, dry_run_timeout_s=DRY_RUN_TIMEOUT_S)
+        return cls(db_path, scratch, source, validator, database)
+
+    def toolbox(self, limits: Limits | None = None) -> Toolbox:
+        state = AgentState(question="adversarial corpus")
+        retriever = make_retriever(self.source.catalog, "keyword")
+        return Toolbox(state, self.source, retriever, self.validator, limits or Limits())
+
+    def run_case(self, case: Case) -> Outcome:
+        """Send ``case`` through validator, executor and tools; record, never raise."""
+        outcome = Outcome(case)
+        before = fingerprint(self.db_path, self.scratch)
+        start = time.perf_counter()
+        stages: list[tuple[str, Callable[[], None]]] = [
+            ("validator", lambda: self._validate(case, outcome)),
+            ("executor", lambda: self._execute(case, outcome)),
+            ("tools", lambda: self._tools(case, outcome)),
+        ]
+        for name, stage in stages:
+            began = time.perf_counter()
+            try:
+                stage()
+            except Exception as exc:  # recorded: the test fails on it, the report counts it
+                outcome.crash = f"{name}: {type(exc).__name__}: {exc}"[:300]
+            outcome.stage_s[name] = time.perf_counter() - began
+        outcome.elapsed_s = time.perf_counter() - start
+        outcome.mutated = fingerprint(self.db_path, self.scratch) != before
+        return outcome
+
+    def _validate(self, case: Case, outcome: Outcome) -> None:
+        result = self.validator.validate(case.sql)
+        outcome.refused = not result.valid and result.dangerous
+        outcome.rejected = not result.valid
+
+    def _execute(self, case: Case, outcome: Outcome) -> None:
+        outcome.executor_error = self.database.execute(case.sql).error
+
+    def _tools(self, case: Case, outcome: Outcome) -> None:
+        toolbox = self.toolbox()
+        outcome.tool_observation = toolbox.validate_sql(case.sql)
+        outcome.submit_observation = toolbox.submit_answer(case.sql, "adversarial", 0.9)
+        spent = self.toolbox(Limits(max_validation_attempts=0))  # no validation budget left: still no write
+        spent.submit_answer(case.sql, "adversarial", 0.9)
+        finals = [box.state.final_answer["query"] for box in (toolbox, spent) if box.state.final_answer]
+        outcome.accepted_dangerous = any(self.validator.validate(query).dangerous for query in finals)
+
+
+def problems(outcome: Outcome) -> list[str]:
+    """Everything wrong with one outcome (empty when the case was handled as it must be)."""
+    case, found = outcome.case, []
+    if outcome.crash:
+        found.append(f"an exception escaped ({outcome.crash})")
+    if outcome.mutated:
+        found.append("the database file or its folder changed")
+    if outcome.hung:
+        found.append(f"took {outcome.elapsed_s:.1f}s (bound {CASE_BOUND_S:g}s)")
+    if outcome.accepted_dangerous:
+        found.append("a tool path accepted a dangerous query as the final answer")
+    if case.expect == "refuse":
+        if not outcome.refused:
+            found.append("the validator did not refuse it as dangerous")
+        if not outcome.tool_observation.startswith("INVALID (refused"):
+            found.append(f"validate_sql said {outcome.tool_observation[:80]!r}")
+        if not outcome.submit_observation.startswith("Submission refused"):
+            found.append(f"submit_answer said {outcome.submit_observation[:80]!r}")
+    elif case.expect == "reject" and not outcome.rejected:
+        found.append("the validator accepted it")
+    return found
+
+
+def run_corpus(harness: Harness, cases: Sequence[Case]) -> tuple[list[Outcome], str, str]:
+    """Every case through :meth:`Harness.run_case`; the outcomes and the file's sha256 before and after."""
+    before = sha256(harness.db_path)
+    outcomes = [harness.run_case(case) for case in cases]
+    return outcomes, before, sha256(harness.db_path)
