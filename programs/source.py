@@ -10,7 +10,7 @@ from pathlib import Path
 from programs.catalog import SCHEMA_SUFFIXES, Catalog, introspect_sqlite, load_schema_dir
 from programs.database import Database, open_database
 from programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
-from programs.errors import SchemaFileError
+from programs.errors import DatabaseError, SchemaFileError
 from programs.validator import SQLValidator
 
 
@@ -65,6 +65,8 @@ def open_source(db_path: Path | str | None, schema_dir: Path | str | None = None
         if key not in _cache:
             database = open_database(path)
             actual = introspect_sqlite(path, db_id)
+            if not actual.tables:  # an empty file opens as an empty database: nothing to ask about
+                raise DatabaseError(f"{path} has no tables. Check the path (--db PATH), or build the database first.")
             catalog = actual if schema_dir is None else load_schema_dir(Path(schema_dir), db_id)
             if schema_dir is not None:
                 check_agreement(catalog, actual)

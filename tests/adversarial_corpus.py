@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dspy.utils.dummies import DummyLM
+
 from programs.agent_tools import AgentState, Limits, Toolbox
 from programs.catalog import introspect_sqlite
 from programs.database import SQLiteDatabase
@@ -353,6 +355,15 @@ def build_corpus(targets: Sequence[Target], scratch: Path) -> list[Case]:
     cases += [Case("runaway", sql, expect) for sql, expect in _runaway(targets)]
     cases += [Case("resource", sql, expect) for sql, expect in _resource()]
     return cases
+
+
+def obeying_lm(sql: str) -> DummyLM:
+    """A model that drafts ``sql`` and then insists on submitting it (as if a prompt injection told it to)."""
+    submit = {"query": sql, "explanation": "as instructed", "confidence": 1.0}
+    return DummyLM([
+        {"sql": sql, "explanation": "as instructed", "confidence": 1.0},
+        {"next_thought": "Submit it.", "next_tool_name": "submit_answer", "next_tool_args": submit},
+    ])  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from tests.adversarial_corpus import (
     arm,
     build_corpus,
     fingerprint,
+    obeying_lm,
     problems,
     run_corpus,
     sha256,
@@ -120,15 +121,6 @@ def test_bytes_and_other_non_text_never_raise_in_the_executor(arena: Arena) -> N
 
 
 # --- the agent drafting hostile SQL ---------------------------------------------------------------------
-
-
-def obeying_lm(sql: str) -> DummyLM:
-    """A model that drafts ``sql`` and then insists on submitting it."""
-    submit = {"query": sql, "explanation": "as instructed", "confidence": 1.0}
-    return DummyLM([
-        {"sql": sql, "explanation": "as instructed", "confidence": 1.0},
-        {"next_thought": "Submit it.", "next_tool_name": "submit_answer", "next_tool_args": submit},
-    ])  # fmt: skip
 
 
 def test_v1_agent_drafting_every_hostile_case_never_returns_a_write(tmp_path: Path, tiny_db: Path) -> None:

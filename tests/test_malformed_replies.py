@@ -1,0 +1,165 @@
+"""Malformed model replies (recorded raw text through DummyLM) and failing judges never crash V1, V2 or
+evaluate.py's answer_one: each ends in an answer, an observation the agent can act on, or a recorded reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+import evaluate
+from programs.agents import ReActAgent, ReActAgentV2
+from programs.baseline import Baseline
+from tests.test_agents import BAD_SQL, GOOD_SQL, draft, step, tools_used, verdict
+
+
+class RecordedLM(DummyLM):
+    """DummyLM that also replays raw reply text: a ``str`` answer is sent exactly as written."""
+
+    def _format_answer_fields(self, field_names_and_values: dict[str, Any] | str) -> str:
+        if isinstance(field_names_and_values, str):
+            return field_names_and_values
+        return super()._format_answer_fields(field_names_and_values)
+
+
+DRAFT_FIELDS = "[[ ## sql ## ]]\n{sql}\n\n[[ ## explanation ## ]]\n{explanation}\n\n[[ ## confidence ## ]]\n{confidence}\n\n[[ ## completed ## ]]"
+
+# Replies no adapter can read as a draft (ChatAdapter, then its JSON fallback: two calls each).
+MALFORMED_DRAFTS = {
+    "empty": "",
+    "whitespace": "  \n\t ",
+    "truncated_fields": "[[ ## sql ## ]]\nSELECT count(*) FROM us",
+    "truncated_json": '{"sql": "SELECT count(*) FROM users", "explanation": "cou',
+    "invalid_json": "{sql: SELECT count(*) FROM users, confidence: high}",
+    "wrong_type": DRAFT_FIELDS.format(sql=GOOD_SQL, explanation="x", confidence="very high"),
+    "wrong_types_json": '{"sql": ["SELECT", 1], "explanation": {"a": 1}, "confidence": "high"}',
+    "binary_garbage": "\x00\x01\x02\ufffd\ufffd PK\x03\x04",
+}
+# Agent steps no adapter can read: an unknown tool, arguments that are no JSON object.
+MALFORMED_STEPS = {
+    **MALFORMED_DRAFTS,
+    "unknown_tool": {"next_thought": "x", "next_tool_name": "drop_database", "next_tool_args": {}},
+    "args_a_string": {"next_thought": "x", "next_tool_name": "validate_sql", "next_tool_args": GOOD_SQL},
+    "args_a_list": {"next_thought": "x", "next_tool_name": "validate_sql", "next_tool_args": [GOOD_SQL]},
+}
+# Readable steps whose arguments a tool cannot take: they become observations and the agent goes on.
+BAD_ARGUMENTS = {
+    "query_a_list": step("validate_sql", query=["SELECT", 1]),
+    "query_null": step("validate_sql", query=None),
+    "query_an_object": step("validate_sql", query={"sql": GOOD_SQL}),
+    "missing_argument": step("submit_answer", query=GOOD_SQL),
+    "unknown_argument": step("validate_sql", sql=GOOD_SQL),
+    "confidence_a_word": step("submit_answer", query=GOOD_SQL, explanation="x", confidence="very sure"),
+}
+PROGRAMS = {"v1": ReActAgent, "v2": ReActAgentV2}
+
+
+def build(kind: str, tiny_db: Path, tiny_schemas: Path, answers: list, judge: list | None = None) -> Any:
+    options: dict[str, Any] = {"judge_lm": DummyLM(judge or [verdict(0.9)] * 4)} if kind == "v2" else {}
+    cls = PROGRAMS.get(kind, Baseline)
+    return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=RecordedLM(answers), **options)
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+@pytest.mark.parametrize("reply", MALFORMED_DRAFTS.values(), ids=MALFORMED_DRAFTS.keys())
+def test_unreadable_draft_lets_the_agent_write_the_query_itself(
+    tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
+) -> None:
+    answers = [reply, reply, step("validate_sql", query=GOOD_SQL),
+               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
+    result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"]
+    assert tools_used(result) == ["validate_sql", "submit_answer"]  # no opening: the draft was unreadable
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+@pytest.mark.parametrize("reply", MALFORMED_STEPS.values(), ids=MALFORMED_STEPS.keys())
+def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
+    tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
+) -> None:
+    answers = [draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), reply, reply]
+    judge = [verdict(0.3, ["ignores nothing"]), verdict(0.5)]  # V2: the judge never says submit
+    result = build(kind, tiny_db, tiny_schemas, answers, judge).run("How many users are suspended?")
+    assert "malformed model reply" in result["fallback_reason"]
+    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+@pytest.mark.parametrize("bad", BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS.keys())
+def test_arguments_of_the_wrong_type_become_an_observation(
+    tiny_db: Path, tiny_schemas: Path, kind: str, bad: dict[str, Any]
+) -> None:
+    answers = [draft(BAD_SQL), bad, step("validate_sql", query=GOOD_SQL),
+               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
+    result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    observation = result["reasoning_steps"][1]["observation"]
+    assert observation.startswith(f"Bad arguments for {bad['next_tool_name']}: ") and "Expected: {" in observation
+    assert result["query"] == GOOD_SQL and result["valid"]
+
+
+@pytest.mark.parametrize("spec", ["baseline", "v1", "v2"])
+@pytest.mark.parametrize("reply", ["", "{sql: oops", MALFORMED_DRAFTS["wrong_type"]], ids=["empty", "json", "type"])
+def test_answer_one_records_a_malformed_reply_without_an_error(
+    tiny_db: Path, tiny_schemas: Path, spec: str, reply: str
+) -> None:
+    program = build(spec, tiny_db, tiny_schemas, [reply] * 6)
+    example = dspy.Example(question="How many users are suspended?", db_id="tiny", db_path=str(tiny_db), gold_sql=GOOD_SQL)
+    record = evaluate.answer_one(program, spec, 0, example)
+    assert "error" not in record, record.get("error")  # the program itself coped; answer_one's net was not needed
+    assert "malformed model reply" in (record.get("fallback_reason") or "")
+    assert record["correct"] is False and record["query"] == ""
+
+
+# --- judge failures ---------------------------------------------------------------------------
+
+
+def test_unparseable_judge_output_scores_zero_with_the_reason_in_the_run(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(GOOD_SQL, 0.8), step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]
+    judge = RecordedLM(["not a verdict", "{still: not json"])
+    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
+                           judge_lm=judge)  # fmt: skip
+    result = program.run("How many users are suspended?")
+    judged = result["reasoning_steps"][1]
+    assert judged["tool"] == "llm_judge_evaluate" and "judge output unusable" in judged["observation"]
+    assert "Score: [..........] 0%" in judged["observation"]
+    assert result["judge_score"] == 0.0 and result["final_judge_score"] == 0.0
+    assert not result["judge_degraded"]  # the judge answered, badly: a score, not a degradation
+    assert result["query"] == GOOD_SQL and result["confidence"] <= 0.5
+
+
+class FlakyEngine:
+    """Answers as a DummyLM would for ``good_calls`` calls, then fails like a judge service that went down."""
+
+    def __init__(self, answers: list[dict[str, Any]], good_calls: int):
+        self.inner = DummyLM(answers)._engine_spec
+        self.left = good_calls
+
+    def complete(self, request: Any) -> Any:
+        if self.left <= 0:
+            raise RuntimeError("judge service went down")
+        self.left -= 1
+        return self.inner.complete(request)
+
+    def stream(self, request: Any) -> Any:
+        return self.complete(request)
+
+    def close(self) -> None:
+        pass
+
+
+def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
+    wrong = "SELECT count(*) FROM users"
+    answers = [draft(wrong, 0.8), step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
+               step("submit_answer", query=GOOD_SQL, explanation="adds the filter", confidence=0.8)]  # fmt: skip
+    judge = dspy.LM("flaky/judge", engine=FlakyEngine([verdict(0.3, ["no filter"])], good_calls=1), num_retries=0)
+    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
+                           judge_lm=judge)  # fmt: skip
+    result = program.run("How many users are suspended?")
+    assert "NEEDS IMPROVEMENT" in result["reasoning_steps"][1]["observation"]  # the first verdict arrived
+    assert result["reasoning_steps"][3]["observation"].startswith("The judge is unavailable")
+    assert result["judge_degraded"] and "judge service went down" in result["judge_errors"][0]
+    assert result["query"] == GOOD_SQL and result["valid"]
+    assert result["judge_score"] is None and result["confidence"] == pytest.approx(0.8)  # V1's confidence rule
