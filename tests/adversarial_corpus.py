@@ -10,12 +10,14 @@ happen to it:
 
 :func:`run_case` sends one case through the validator, the read-only executor (bypassing the
 validator) and the agent's tools, catching anything that escapes; :func:`run_corpus` runs them all
-and checks that the database file and its folder are unchanged.
+and checks that the database file and its folder are unchanged. :func:`make_arena` sets all of
+this up on a copy of a database.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +31,7 @@ from programs.agent_tools import AgentState, Limits, Toolbox
 from programs.catalog import introspect_sqlite
 from programs.database import SQLiteDatabase
 from programs.retriever import make_retriever
-from programs.source import DataSource
+from programs.source import DataSource, open_source
 from programs.validator import SQLValidator
 
 Expect = Literal["refuse", "reject", "harmless"]
@@ -318,7 +320,7 @@ def _resource() -> Iterator[tuple[str, Expect]]:
     yield "SELECT length(hex(zeroblob(450000000)))", "harmless"
     # printf's precision loop is one uninterruptible step that the length cap does not shorten:
     # about 0.5 s per 1e8, so at most ~10 s for SQLite's largest precision (2^31 - 1). Kept small here.
-    yield "SELECT length(printf('%.*c', 200000000, 'x'))", "harmless"
+    yield "SELECT length(printf('%.*c', 100000000, 'x'))", "harmless"
     yield "SELECT length(randomblob(999999999))", "harmless"
     yield "SELECT length(replace(hex(zeroblob(10000000)), '0', hex(zeroblob(100))))", "harmless"
     yield "SELECT hex(zeroblob(300000000))", "harmless"
@@ -509,3 +511,25 @@ def run_corpus(harness: Harness, cases: Sequence[Case]) -> tuple[list[Outcome], 
     before = sha256(harness.db_path)
     outcomes = [harness.run_case(case) for case in cases]
     return outcomes, before, sha256(harness.db_path)
+
+
+@dataclass
+class Arena:
+    """A copy of a database, armed with objects to drop, its corpus, and the harness around it."""
+
+    harness: Harness
+    cases: list[Case]
+    sha_before: str
+
+
+def make_arena(source_db: Path, folder: Path) -> Arena:
+    """Copy ``source_db`` into ``folder``, arm the copy, and build its corpus and harness."""
+    db_path = folder / "db" / source_db.name  # the same file name, so the bundled schemas still apply
+    db_path.parent.mkdir(parents=True)
+    shutil.copy(source_db, db_path)
+    targets = targets_of(db_path)
+    arm(db_path, targets)
+    scratch = folder / "scratch"
+    scratch.mkdir()
+    harness = Harness.open(db_path, scratch, open_source(db_path))
+    return Arena(harness, build_corpus(targets, scratch), sha256(db_path))

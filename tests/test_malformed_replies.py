@@ -154,7 +154,8 @@ def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tin
     wrong = "SELECT count(*) FROM users"
     answers = [draft(wrong, 0.8), step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="adds the filter", confidence=0.8)]  # fmt: skip
-    judge = dspy.LM("flaky/judge", engine=FlakyEngine([verdict(0.3, ["no filter"])], good_calls=1), num_retries=0)
+    engine = FlakyEngine([verdict(0.3, ["no filter"])], good_calls=1)
+    judge = dspy.LM("flaky/judge", engine=engine, num_retries=0, cache=False)  # every call reaches the engine
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
                            judge_lm=judge)  # fmt: skip
     result = program.run("How many users are suspended?")
