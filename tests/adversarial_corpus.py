@@ -37,10 +37,9 @@ from programs.validator import SQLValidator
 Expect = Literal["refuse", "reject", "harmless"]
 Target = tuple[str, str, str]  # table, first column, second column
 
-# A case's stages together must end within this many seconds (executor timeout plus slack).
-EXECUTOR_TIMEOUT_S = 1.0
-DRY_RUN_TIMEOUT_S = 0.5
-CASE_BOUND_S = 10.0
+EXECUTOR_TIMEOUT_S = 1.0  # the executor's timeout in the harness
+DRY_RUN_TIMEOUT_S = 0.5  # the validator's dry run in the harness
+CASE_BOUND_S = 10.0  # all stages of one case (the query runs up to five times); longer is a hang
 
 
 @dataclass(frozen=True)
