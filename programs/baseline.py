@@ -14,7 +14,7 @@ from signatures import DraftSQL
 
 
 class Baseline(Text2SQLProgram):
-    """Retrieve the top-k tables, draft once, return the draft."""
+    """Retrieve the top-k tables, draft once, return the draft: unless it writes, which is refused."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -24,6 +24,8 @@ class Baseline(Text2SQLProgram):
         tables, schemas = self.retrieve(source, question)
         draft, error = predict_or_error(self.draft, question=question, table_schemas=schemas)
         sql = clean_sql(str(draft.sql or "")) if draft else ""
+        if sql and (check := source.validator.validate(sql)).dangerous:
+            error, sql = "refused, the draft is not a read-only query: " + "; ".join(check.errors), ""
         return {
             "query": sql,
             "explanation": str(draft.explanation or "") if draft else "",
