@@ -208,3 +208,14 @@ def test_compile_refuses_bad_flags(tmp_path: Path, tiny_db: Path, capsys: pytest
     code = optimize_main(["--program", "v1", "--optimizer", "bootstrap", "--data", str(data),
                           "--out", str(tmp_path / "x.txt"), "--retrieval", "keyword"])
     assert code == 2 and ".json" in capsys.readouterr().err
+
+
+def test_compile_survives_malformed_replies(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = compile_folder(tmp_path, tiny_db), tmp_path / "junk.json"
+    argv = ["--program", "v2", "--optimizer", "bootstrap", "--metric", "judge+execution", "--data", str(data),
+            "--out", str(out), "--retrieval", "keyword", "--train-limit", "2", "--dev-limit", "1"]
+    with dspy.context(lm=DummyLM({"": {"junk": "not a field of any signature"}})):
+        assert optimize_main(argv) == 0
+    meta = json.loads(metadata_path(out).read_text())
+    assert meta["dev_before"]["metric"] == 0.0 and meta["dev_after"]["execution_accuracy"] == 0.0
+    assert meta["demos"]["draft"] == 0, "no reply was usable, so no demo was bootstrapped"
