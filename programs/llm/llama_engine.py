@@ -30,6 +30,7 @@ Contract:
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -318,6 +319,11 @@ def release_shared_llamas() -> None:
         _registry.clear()
     for shared in items:
         shared.close()
+
+
+# Free the models before interpreter shutdown: llama-cpp-python's own finalizer then finds its
+# modules torn down and prints an ignored TypeError.
+atexit.register(release_shared_llamas)
 
 
 def _text_of(parts: Sequence[Any]) -> str:
