@@ -21,9 +21,8 @@ def compact_demos(program: dspy.Module, *, keep_loop_demos: bool = False) -> dic
     """Shrink ``program``'s demos in place; returns the number of demos left per predictor."""
     counts = {}
     for name, predictor in program.named_predictors():
-        if name in LOOP_PREDICTORS and not keep_loop_demos:
-            predictor.demos = []
-        predictor.demos = [_compact(demo) for demo in predictor.demos]
+        drop = name in LOOP_PREDICTORS and not keep_loop_demos
+        predictor.demos = [] if drop else [_compact(demo) for demo in predictor.demos]
         counts[name] = len(predictor.demos)
     return counts
 
