@@ -62,6 +62,7 @@ def evaluate(args: argparse.Namespace) -> int:
     records_file = out / "records.jsonl"
     _check_resumable(out, {"data": str(Path(args.data).resolve()), "split": args.split})
     done = load_records(records_file)
+    _backfill_relaxed(done, examples)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
@@ -128,9 +129,20 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
         record.update(query="", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
     comparison = compare_execution(record.get("query") or "", example.gold_sql, example.db_path)
     record["correct"] = comparison.match
+    record["correct_relaxed"] = comparison.relaxed_match
     record["executes"] = comparison.pred_error is None
     record["execution_note"] = comparison.describe()
     return record
+
+
+def _backfill_relaxed(done: dict[tuple[str, int], dict[str, Any]], examples: list) -> None:
+    """Give records written before the relaxed match existed their ``correct_relaxed`` (no LM call)."""
+    from optimize.metrics import compare_execution
+
+    for (_, index), record in done.items():
+        if "correct_relaxed" not in record and index < len(examples):
+            example = examples[index]
+            record["correct_relaxed"] = compare_execution(record.get("query") or "", example.gold_sql, example.db_path).relaxed_match
 
 
 def _check_resumable(out: Path, run: dict[str, str]) -> None:

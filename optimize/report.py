@@ -35,6 +35,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": n,
         "correct": sum(correct),
         "execution_accuracy": sum(correct) / n if n else 0.0,
+        "relaxed_accuracy": _share(r.get("correct_relaxed") for r in records),
         "valid_sql_rate": sum(bool(r.get("executes")) for r in records) / n if n else 0.0,
         "errors": sum(1 for r in records if r.get("error")),
         "fallbacks": sum(1 for r in records if r.get("fallback_reason")),
@@ -113,6 +114,7 @@ def write_report(out: Path, summaries: dict[str, dict], records: dict[str, list[
 def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: list[str]) -> str:
     rows = [
         ("Execution accuracy", "execution_accuracy", "{:.1%}"),
+        ("Relaxed accuracy (same rows, other columns allowed)", "relaxed_accuracy", "{:.1%}"),
         ("Valid SQL rate", "valid_sql_rate", "{:.1%}"),
         ("Mean judge score", "mean_judge_score", "{:.2f}"),
         ("Judge agreement with execution", "judge_agreement", "{:.1%}"),
@@ -214,6 +216,12 @@ def _numbers(values: Any) -> list[float]:
 def _mean(values: Any) -> float | None:
     numbers = _numbers(values)
     return statistics.fmean(numbers) if numbers else None
+
+
+def _share(flags: Any) -> float | None:
+    """Fraction of true flags; None when any record lacks the flag."""
+    values = list(flags)
+    return sum(map(bool, values)) / len(values) if values and None not in values else None
 
 
 def _median(values: Any) -> float | None:

@@ -31,7 +31,7 @@ def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_d
     answers = [
         draft(QUESTIONS[0][1]),  # correct
         {"junk": 1}, {"junk": 2},  # unparseable twice (ChatAdapter, then its JSON fallback)
-        draft("SELECT full_name FROM users"),  # executes, wrong result
+        draft("SELECT id, email FROM users"),  # executes, right rows with an extra column: wrong, relaxed right
     ]
     with dspy.context(lm=DummyLM(answers)):
         code = evaluate.main(["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)])
@@ -40,6 +40,7 @@ def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_d
     summary = results["programs"]["baseline"]
     assert summary["questions"] == 3 and summary["correct"] == 1
     assert abs(summary["execution_accuracy"] - 1 / 3) < 1e-9
+    assert abs(summary["relaxed_accuracy"] - 2 / 3) < 1e-9
     records = results["records"]["baseline"]
     assert "malformed model reply" in records[1]["fallback_reason"] and not records[1]["correct"]
     assert (out / "report.md").read_text().count("| Execution accuracy | 33.3% |") == 1
@@ -53,10 +54,15 @@ def test_rerun_with_the_same_out_resumes_without_new_calls(tmp_path: Path, tiny_
         assert evaluate.main([*argv, "--limit", "2"]) == 0
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == 2
+    old = [json.loads(line) for line in lines]  # as written before records had the relaxed match
+    for record in old:
+        del record["correct_relaxed"]
+    (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
     with dspy.context(lm=DummyLM([draft(QUESTIONS[2][1])])):  # only the third question is left to answer
         assert evaluate.main(argv) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["programs"]["baseline"]["correct"] == 3
+    assert results["programs"]["baseline"]["relaxed_accuracy"] == 1.0  # filled in without a model call
 
 
 def test_a_different_dataset_cannot_be_mixed_into_a_run(tmp_path: Path, tiny_db: Path, capsys) -> None:
