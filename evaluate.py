@@ -21,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from programs.cli import run_command
+from programs.cli import positive_int, run_command
 from programs.dataset import BUNDLED_DATA, load_split
 from programs.errors import Text2SQLError
 
@@ -37,12 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--program", action="append", dest="programs",
         help=f"baseline, v1, v2 or a compiled .json; repeat to compare (default: {DEFAULT_PROGRAM})",
     )
-    parser.add_argument("--limit", type=int, help="only the first N questions")
+    parser.add_argument("--limit", type=positive_int, help="only the first N questions")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
     parser.add_argument("--judge-model", help="judge LM for v2 (default: TEXT2SQL_JUDGE_MODEL, else the agent's)")
     parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    parser.add_argument("--top-k", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1, help="questions answered in parallel (1 for the local model)")
+    parser.add_argument("--top-k", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
     return parser
 

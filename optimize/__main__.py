@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from programs.cli import run_command
+from programs.cli import positive_int, run_command
 from programs.dataset import BUNDLED_DATA
 
 
@@ -32,20 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dev-split", default="dev")
     parser.add_argument("--out", required=True, help="where to save the compiled program (.json); a .meta.json goes beside it")
     budget = parser.add_argument_group("budget (every trial is a full program run)")
-    budget.add_argument("--train-limit", type=int, default=defaults.train_limit, help="train examples, drawn with --seed")
-    budget.add_argument("--dev-limit", type=int, default=defaults.dev_limit, help="dev examples scored before and after")
+    budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
+    budget.add_argument("--dev-limit", type=positive_int, default=defaults.dev_limit, help="dev examples scored before and after")
     budget.add_argument("--max-demos", type=int, default=defaults.max_demos, help="bootstrapped demos per predictor")
-    budget.add_argument("--num-trials", type=int, default=defaults.num_trials, help="MIPROv2 trials")
-    budget.add_argument("--num-candidates", type=int, default=defaults.num_candidates, help="MIPROv2 candidates")
-    budget.add_argument("--max-metric-calls", type=int, default=defaults.max_metric_calls, help="GEPA metric calls")
+    budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
+    budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
+    budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="GEPA metric calls")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threshold", type=float, default=0.7, help="score that counts as success when bootstrapping")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
     parser.add_argument("--judge-model", help="judge LM, for the metric and V2 (default: TEXT2SQL_JUDGE_MODEL / LLM_JUDGE_MODEL)")
     parser.add_argument("--reflection-model", help="LM that proposes instructions for MIPROv2 and GEPA (default: the agent's)")
     parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    parser.add_argument("--top-k", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1, help="parallel program runs (1 for the local model)")
+    parser.add_argument("--top-k", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=1, help="parallel program runs (1 for the local model)")
     return parser
 
 

@@ -18,6 +18,17 @@ from programs.errors import Text2SQLError
 EXIT_USER_ERROR = 2
 
 
+def positive_int(text: str) -> int:
+    """argparse type for counts that must be at least 1 (rows, top-k, limits, threads)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="text2sql", description="Turn a question into safe, validated SQL.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -29,10 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
     ask.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
     ask.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    ask.add_argument("--top-k", type=int, default=5)
+    ask.add_argument("--top-k", type=positive_int, default=5)
     ask.add_argument("--trace", action="store_true", help="show the agent's reasoning steps")
     ask.add_argument("--execute", action="store_true", help="run the query read-only and show the first rows")
-    ask.add_argument("--rows", type=int, default=10, help="rows to show with --execute")
+    ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     return parser
 

@@ -44,3 +44,26 @@ def test_corrupt_database_is_a_user_error(capsys: pytest.CaptureFixture[str], tm
     junk.write_bytes(b"\x00garbage" * 64)
     code, err = run_cli(capsys, "ask", "How many users?", "--db", str(junk))
     assert code == EXIT_USER_ERROR and "not a readable SQLite database" in err
+
+
+@pytest.mark.parametrize(
+    ("entry", "argv", "needle"),
+    [
+        ("cli", ["ask", "How many users?", "--rows", "-1"], "must be at least 1, got -1"),
+        ("cli", ["ask", "How many users?", "--top-k", "0"], "must be at least 1, got 0"),
+        ("evaluate", ["--limit", "0"], "must be at least 1, got 0"),
+        ("evaluate", ["--threads", "two"], "'two' is not a whole number"),
+        ("optimize", ["--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--train-limit", "-3"],
+         "must be at least 1, got -3"),
+    ],
+)
+def test_counts_below_one_are_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], entry: str, argv: list[str], needle: str
+) -> None:
+    import evaluate
+    from optimize.__main__ import main as optimize_main
+
+    run = {"cli": main, "evaluate": evaluate.main, "optimize": optimize_main}[entry]
+    with pytest.raises(SystemExit) as exited:
+        run(argv)
+    assert exited.value.code == EXIT_USER_ERROR and needle in capsys.readouterr().err
