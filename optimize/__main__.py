@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
     budget.add_argument("--dev-limit", type=positive_int, default=defaults.dev_limit, help="dev examples scored before and after")
     budget.add_argument("--max-demos", type=int, default=defaults.max_demos, help="bootstrapped demos per predictor")
+    budget.add_argument(
+        "--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
+        help="demos per predictor in all: the bootstrapped ones, then gold-SQL demos for the drafting step (0: none)",
+    )
     budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
     budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
     budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="GEPA metric calls")
@@ -58,7 +62,7 @@ def _compile(args: argparse.Namespace) -> int:
 
     budget = Budget(
         train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,
-        num_trials=args.num_trials, num_candidates=args.num_candidates, max_metric_calls=args.max_metric_calls,
+        max_labeled_demos=args.max_labeled_demos, num_trials=args.num_trials, num_candidates=args.num_candidates, max_metric_calls=args.max_metric_calls,
     )
     config = CompileConfig(
         program=args.program, optimizer=args.optimizer, metric=args.metric, data=args.data, out=args.out,

@@ -16,7 +16,7 @@ from typing import Any
 
 import dspy
 
-from optimize.demos import compact_demos
+from optimize.demos import compact_demos, with_gold_draft
 from optimize.metrics import Metric, compare_execution, make_metric
 from programs.dataset import load_split
 from programs.errors import ConfigurationError
@@ -32,6 +32,7 @@ class Budget:
     train_limit: int = 8  # training examples drawn (seeded) from the train split
     dev_limit: int = 5  # dev examples scored before and after
     max_demos: int = 2  # bootstrapped demos per predictor
+    max_labeled_demos: int = 0  # demos in all, the bootstrapped first, then gold-SQL ones for the drafting step
     num_trials: int = 4  # MIPROv2 trials
     num_candidates: int = 2  # MIPROv2 instruction and demo-set candidates
     max_metric_calls: int = 24  # GEPA's budget of metric calls
@@ -74,6 +75,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     metric = make_metric(config.metric, judge_model=config.judge_model, threshold=config.threshold)
     train = _sample(load_split(config.data, config.train_split), config.budget.train_limit, config.seed)
     dev = load_split(config.data, config.dev_split, limit=config.budget.dev_limit)
+    if config.budget.max_labeled_demos:
+        train = [with_gold_draft(ex) for ex in train]
 
     before = score_on(student, dev, metric, config.threads, "dev, before")
     compiled = run_optimizer(config, student, metric, train, dev)
@@ -114,14 +117,16 @@ def run_optimizer(config: CompileConfig, student: dspy.Module, metric: Metric, t
     budget = config.budget
     if config.optimizer == "bootstrap":
         optimizer = dspy.BootstrapFewShot(
-            metric=metric, max_bootstrapped_demos=budget.max_demos, max_labeled_demos=0, max_rounds=1
+            metric=metric, max_bootstrapped_demos=budget.max_demos,
+            max_labeled_demos=budget.max_labeled_demos, max_rounds=1,
         )
         return optimizer.compile(student, trainset=train)
     prompt_lm = _reflection_lm(config, student)
     if config.optimizer == "mipro":
         optimizer = dspy.MIPROv2(
             metric=metric, prompt_model=prompt_lm, task_model=student.lm, auto=None,
-            num_candidates=budget.num_candidates, max_bootstrapped_demos=budget.max_demos, max_labeled_demos=0,
+            num_candidates=budget.num_candidates, max_bootstrapped_demos=budget.max_demos,
+            max_labeled_demos=budget.max_labeled_demos,
             num_threads=config.threads, seed=config.seed, verbose=False,
         )
         return optimizer.compile(

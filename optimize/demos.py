@@ -3,6 +3,8 @@
 A bootstrapped drafting demo carries every table the retriever returned (~1,500 tokens on the
 bundled database). :func:`compact_demos` keeps only the tables its own SQL uses, and drops the
 demos of the ReAct loop's predictors, whose trajectories would fill the context on their own.
+:func:`with_gold_draft` turns a training example into a labeled drafting demo (its gold SQL over
+the tables that SQL reads), for optimizers' ``max_labeled_demos``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import dspy
 import sqlglot
 from sqlglot import exp
 
+from programs.source import open_source
+
 LOOP_PREDICTORS = ("agent.react", "agent.extract")
 
 
@@ -22,9 +26,25 @@ def compact_demos(program: dspy.Module, *, keep_loop_demos: bool = False) -> dic
     counts = {}
     for name, predictor in program.named_predictors():
         drop = name in LOOP_PREDICTORS and not keep_loop_demos
-        predictor.demos = [] if drop else [_compact(demo) for demo in predictor.demos]
+        outputs = set(predictor.signature.output_fields)
+        # a labeled demo meant for another predictor has none of this one's outputs: never shown, so not kept
+        shown = [demo for demo in predictor.demos if outputs & set(demo.keys())]
+        predictor.demos = [] if drop else [_compact(demo) for demo in shown]
         counts[name] = len(predictor.demos)
     return counts
+
+
+def with_gold_draft(example: dspy.Example) -> dspy.Example:
+    """``example`` plus the drafting step's fields, from its gold SQL: ``sql`` and the schemas it reads.
+
+    DSPy shows such a demo with the fields it lacks (explanation, confidence) marked as not
+    supplied. Examples whose gold SQL reads no known table are returned unchanged.
+    """
+    source = open_source(example.db_path)
+    tables = [name for name in source.catalog.table_names if name.lower() in tables_used(example.gold_sql)]
+    if not tables:
+        return example
+    return example.copy(sql=example.gold_sql, hints="", table_schemas=source.with_header(source.catalog.render(tables)))
 
 
 def _compact(demo: Any) -> Any:

@@ -219,3 +219,28 @@ def test_compile_survives_malformed_replies(tmp_path: Path, tiny_db: Path) -> No
     meta = json.loads(metadata_path(out).read_text())
     assert meta["dev_before"]["metric"] == 0.0 and meta["dev_after"]["execution_accuracy"] == 0.0
     assert meta["demos"]["draft"] == 0, "no reply was usable, so no demo was bootstrapped"
+
+
+def test_labeled_demos_teach_the_gold_sql_when_nothing_bootstraps(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = compile_folder(tmp_path, tiny_db), tmp_path / "labeled.json"
+    argv = ["--program", "v2", "--optimizer", "bootstrap", "--metric", "judge+execution", "--data", str(data),
+            "--out", str(out), "--retrieval", "keyword", "--train-limit", "3", "--dev-limit", "1",
+            "--max-labeled-demos", "2"]
+    always_wrong = scripted([(q, "SELECT 1") for q, _ in TRAIN + DEV], judge_score=0.2)
+    with dspy.context(lm=always_wrong):
+        assert optimize_main(argv) == 0
+    meta = json.loads(metadata_path(out).read_text())
+    assert meta["budget"]["max_labeled_demos"] == 2
+    assert meta["demos"]["draft"] == 2 and meta["demos"]["judge"] == 0, "gold demos go to the drafting step only"
+    demos = json.loads(out.read_text())["draft"]["demos"]
+    for demo in demos:
+        gold = dict(TRAIN)[demo["question"]]
+        assert demo["sql"] == gold and "explanation" not in demo
+        assert {t.lower() for t in _created(demo["table_schemas"])} == tables_used(gold)
+
+    program = make_program(str(out), db_path=tiny_db, retrieval_type="keyword")
+    lm = scripted(DEV)
+    with dspy.context(lm=lm):
+        program(question=DEV[0][0])
+    drafting_prompt = next(str(e["messages"]) for e in lm.history if JUDGE_KEY not in str(e["messages"]))
+    assert demos[0]["sql"] in drafting_prompt and "Not supplied for this particular example" in drafting_prompt
