@@ -36,6 +36,7 @@ Tools:
 {tools}"""
 
 JUDGE_RULE = " and llm_judge_evaluate scored it 70% or more"
+STALL_LIMIT = 3  # repair ends after this many tool calls in a row that changed nothing (see _progress)
 
 
 class SQLReAct(dspy.ReAct):
@@ -62,9 +63,12 @@ class SQLReAct(dspy.ReAct):
         """Take agent steps until an answer is accepted; the reason it stopped early, or None."""
         state = toolbox.state
         tools = {tool.name: tool for tool in toolbox.tools()}
+        idle = 0  # tool calls in a row that validated no new query, found no new table and asked no judge
         while state.final_answer is None:
             if state.iteration >= toolbox.limits.max_iterations:
                 return f"iteration limit reached ({toolbox.limits.max_iterations} tool calls)"
+            if idle >= STALL_LIMIT:
+                return f"stalled ({STALL_LIMIT} tool calls in a row changed nothing)"
             try:
                 pred, error = predict_or_error(
                     self._call_with_potential_trajectory_truncation, self.react, trajectory, **inputs
@@ -74,8 +78,10 @@ class SQLReAct(dspy.ReAct):
             if pred is None:
                 return error
             name, args = pred.next_tool_name, pred.next_tool_args
+            before = _progress(state)
             record_step(trajectory, pred.next_thought, name, args, _call_tool(tools, name, args))
             state.iteration += 1
+            idle = idle + 1 if _progress(state) == before else 0
         return None
 
 
@@ -302,6 +308,11 @@ def reasoning_steps(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for i in range(len(trajectory) // 4)
     ]
+
+
+def _progress(state: AgentState) -> tuple[int, int, int]:
+    """What a repair step can change: queries validated, tables found, judge verdicts."""
+    return state.validation_attempts, len(state.retrieved_tables), getattr(state, "judge_calls", 0)
 
 
 def _call_tool(tools: dict[str, dspy.Tool], name: str, args: Any) -> str:

@@ -74,15 +74,40 @@ def test_invalid_submission_is_sent_back(tiny_db: Path, tiny_schemas: Path) -> N
     assert result["query"] == GOOD_SQL
 
 
-def test_validation_and_iteration_limits_end_in_a_low_confidence_fallback(tiny_db: Path, tiny_schemas: Path) -> None:
+def test_validation_limit_then_a_stall_end_in_a_low_confidence_fallback(tiny_db: Path, tiny_schemas: Path) -> None:
     bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
     program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *bad])
     result = program.run("How many users are suspended?")
     assert result["structural_validation_calls"] == 4  # max_validation_attempts
-    assert result["iterations"] == 10  # max_iterations, the opening included
-    assert "iteration limit" in result["fallback_reason"]
+    limit_messages = [s for s in result["reasoning_steps"] if "Validation limit reached" in s["observation"]]
+    assert len(limit_messages) == 3  # then the loop stalled: three calls in a row changed nothing
+    assert "stalled" in result["fallback_reason"] and result["iterations"] == 7
     assert result["confidence"] <= 0.3 and not result["valid"]
-    assert any("Validation limit reached" in s["observation"] for s in result["reasoning_steps"])
+
+
+def test_iteration_limit_when_every_call_tells_something_new(tiny_db: Path, tiny_schemas: Path) -> None:
+    bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *bad], max_validation_attempts=20)
+    result = program.run("How many users are suspended?")
+    assert result["iterations"] == 10  # max_iterations, the opening included
+    assert "iteration limit" in result["fallback_reason"] and result["lm_calls"] == 10
+
+
+def test_a_stalled_repair_loop_stops_after_three_calls_that_changed_nothing(tiny_db: Path, tiny_schemas: Path) -> None:
+    repeats = [step("validate_sql", query=BAD_SQL), step("retrieve_tables", query="users", top_k=2)] * 5
+    result = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *repeats]).run("How many users are suspended?")
+    # the opening validated BAD_SQL and retrieved every table: revalidating it or searching again changes nothing
+    assert tools_used(result) == ["validate_sql", "validate_sql", "retrieve_tables", "validate_sql"]
+    assert "stalled (3 tool calls in a row changed nothing)" in result["fallback_reason"]
+    assert result["lm_calls"] == 4 and result["structural_validation_calls"] == 1
+
+
+def test_a_new_query_each_call_is_progress(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), step("validate_sql", query=BAD_SQL), step("validate_sql", query=BAD_SQL),
+               step("validate_sql", query="SELECT nope FROM users"), step("validate_sql", query=BAD_SQL),
+               step("validate_sql", query=GOOD_SQL), step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"] and not result.get("fallback_reason")
 
 
 def test_retrieval_limit(tiny_db: Path, tiny_schemas: Path) -> None:
