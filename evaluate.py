@@ -124,7 +124,9 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
         pred = program(question=example.question, db_id=example.db_id, db_path=example.db_path)
         fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
         record.update(fields)
-        record["steps"] = len(pred.get("reasoning_steps") or [])
+        steps = pred.get("reasoning_steps") or []
+        record["steps"] = len(steps)
+        record["tools"] = [step.get("tool") for step in steps if isinstance(step, dict)]  # the path, for diagnosis
     except Exception as exc:  # one failing question must not abort the run
         record.update(query="", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
     comparison = compare_execution(record.get("query") or "", example.gold_sql, example.db_path)

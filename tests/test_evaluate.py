@@ -71,3 +71,12 @@ def test_a_different_dataset_cannot_be_mixed_into_a_run(tmp_path: Path, tiny_db:
     (out / "run.json").write_text(json.dumps({"data": "/elsewhere", "split": "test"}))
     code = evaluate.main(["--data", str(data), "--out", str(out)])
     assert code == 2 and "use another --out" in capsys.readouterr().err
+
+
+def test_records_keep_the_agents_tool_path(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    with dspy.context(lm=DummyLM([draft(QUESTIONS[0][1])])):
+        assert evaluate.main(["--data", str(data), "--program", "v1", "--retrieval", "keyword", "--limit", "1",
+                              "--out", str(out)]) == 0
+    record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
+    assert record["tools"] == ["validate_sql", "submit_answer"] and record["steps"] == 2 and record["correct"]
