@@ -289,8 +289,12 @@ def best_effort_answer(state: AgentState, agent_confidence: float, reason: str |
 
 
 def record_step(trajectory: dict[str, Any], thought: str, tool: str, args: Any, observation: str) -> None:
-    """Append one thought/tool/args/observation step, numbered as ``dspy.ReAct`` numbers them."""
-    idx = len(trajectory) // 4
+    """Append one thought/tool/args/observation step, numbered as ``dspy.ReAct`` numbers them.
+
+    The number follows the last step still present: ReAct's truncation drops the oldest steps'
+    keys when the context overflows, so ``len(trajectory)`` would reuse a number still in use.
+    """
+    idx = max(_step_numbers(trajectory), default=-1) + 1
     trajectory[f"thought_{idx}"] = thought
     trajectory[f"tool_name_{idx}"] = tool
     trajectory[f"tool_args_{idx}"] = args
@@ -298,7 +302,7 @@ def record_step(trajectory: dict[str, Any], thought: str, tool: str, args: Any, 
 
 
 def reasoning_steps(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
-    """The trajectory as a list of ``{thought, tool, args, observation}`` dicts."""
+    """The trajectory's steps still present (truncation may have dropped the oldest) as dicts."""
     return [
         {
             "thought": trajectory[f"thought_{i}"],
@@ -306,13 +310,17 @@ def reasoning_steps(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
             "args": trajectory[f"tool_args_{i}"],
             "observation": trajectory[f"observation_{i}"],
         }
-        for i in range(len(trajectory) // 4)
+        for i in _step_numbers(trajectory)
     ]
 
 
 def _progress(state: AgentState) -> tuple[int, int, int]:
     """What a repair step can change: queries validated, tables found, judge verdicts."""
     return state.validation_attempts, len(state.retrieved_tables), getattr(state, "judge_calls", 0)
+
+
+def _step_numbers(trajectory: dict[str, Any]) -> list[int]:
+    return sorted(int(key.removeprefix("thought_")) for key in trajectory if key.startswith("thought_"))
 
 
 def _call_tool(tools: dict[str, dspy.Tool], name: str, args: Any) -> str:

@@ -266,3 +266,24 @@ def test_seed_usage_with_the_bundled_schema_folder() -> None:
                            max_judge_calls=3, lm=DummyLM([]))
     source = program.source()
     assert source.db_id == "saas" and source.database is not None and len(source.catalog.tables) >= 25
+
+
+def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny_db: Path, tiny_schemas: Path) -> None:
+    """ReAct drops the oldest step when the prompt overflows; the next steps must not reuse its numbers."""
+    from dspy.utils.exceptions import ContextWindowExceededError
+
+    class OverflowingLM(DummyLM):
+        def forward(self, prompt: Any = None, messages: Any = None, **kwargs: Any) -> Any:
+            if "[[ ## tool_name_2 ## ]]" in str(messages) and "[[ ## tool_name_0 ## ]]" in str(messages):
+                raise ContextWindowExceededError(message="prompt too long")
+            return super().forward(prompt=prompt, messages=messages, **kwargs)
+
+    answers = [draft(BAD_SQL), step("validate_sql", query="SELECT nope1 FROM users"),
+               step("validate_sql", query="SELECT nope2 FROM users"), step("validate_sql", query=GOOD_SQL),
+               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
+    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=OverflowingLM(answers))
+    result = program.run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"]
+    queries = [s["args"].get("query") for s in result["reasoning_steps"]]
+    assert queries[-2:] == [GOOD_SQL, GOOD_SQL] and BAD_SQL not in queries  # the opening step was truncated away
+    assert len(queries) == len(set(range(len(queries))))  # no step overwritten
