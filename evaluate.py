@@ -126,7 +126,7 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
         record.update(fields)
         steps = pred.get("reasoning_steps") or []
         record["steps"] = len(steps)
-        record["tools"] = [step.get("tool") for step in steps if isinstance(step, dict)]  # the path, for diagnosis
+        record["tools"] = [step["tool"] for step in steps]  # the agent's path, for diagnosis
     except Exception as exc:  # one failing question must not abort the run
         record.update(query="", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
     comparison = compare_execution(record.get("query") or "", example.gold_sql, example.db_path)

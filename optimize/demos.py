@@ -25,11 +25,12 @@ def compact_demos(program: dspy.Module, *, keep_loop_demos: bool = False) -> dic
     """Shrink ``program``'s demos in place; returns the number of demos left per predictor."""
     counts = {}
     for name, predictor in program.named_predictors():
-        drop = name in LOOP_PREDICTORS and not keep_loop_demos
-        outputs = set(predictor.signature.output_fields)
-        # a labeled demo meant for another predictor has none of this one's outputs: never shown, so not kept
-        shown = [demo for demo in predictor.demos if outputs & set(demo.keys())]
-        predictor.demos = [] if drop else [_compact(demo) for demo in shown]
+        if name in LOOP_PREDICTORS and not keep_loop_demos:
+            predictor.demos = []
+        else:
+            # a labeled demo meant for another predictor has none of this one's outputs: never shown, so not kept
+            outputs = predictor.signature.output_fields.keys()
+            predictor.demos = [_compact(demo) for demo in predictor.demos if outputs & demo.keys()]
         counts[name] = len(predictor.demos)
     return counts
 
@@ -41,7 +42,8 @@ def with_gold_draft(example: dspy.Example) -> dspy.Example:
     supplied. Examples whose gold SQL reads no known table are returned unchanged.
     """
     source = open_source(example.db_path)
-    tables = [name for name in source.catalog.table_names if name.lower() in tables_used(example.gold_sql)]
+    used = tables_used(example.gold_sql)
+    tables = [name for name in source.catalog.table_names if name.lower() in used]
     if not tables:
         return example
     return example.copy(sql=example.gold_sql, hints="", table_schemas=source.with_header(source.catalog.render(tables)))

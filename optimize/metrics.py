@@ -107,8 +107,8 @@ def columns_subset_match(pred: QueryResult, gold: QueryResult, *, ordered: bool)
     if len(wide[0]) > MAX_RELAXED_COLUMNS:
         return False
     bag = list if ordered else Counter
-    columns = [bag(r[i] for r in narrow) for i in range(len(narrow[0]))]
-    candidates = [[j for j in range(len(wide[0])) if bag(r[j] for r in wide) == col] for col in columns]
+    wide_columns = [bag(column) for column in zip(*wide)]
+    candidates = [[j for j, values in enumerate(wide_columns) if values == column] for column in map(bag, zip(*narrow))]
     if math.prod(len(c) for c in candidates) > MAX_RELAXED_ASSIGNMENTS:
         return False
     target = bag(narrow)
