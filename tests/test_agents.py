@@ -286,4 +286,4 @@ def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny
     assert result["query"] == GOOD_SQL and result["valid"]
     queries = [s["args"].get("query") for s in result["reasoning_steps"]]
     assert queries[-2:] == [GOOD_SQL, GOOD_SQL] and BAD_SQL not in queries  # the opening step was truncated away
-    assert len(queries) == len(set(range(len(queries))))  # no step overwritten
+    assert queries == ["SELECT nope1 FROM users", "SELECT nope2 FROM users", GOOD_SQL, GOOD_SQL]  # none overwritten
