@@ -21,9 +21,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from programs.cli import positive_int, run_command
-from programs.dataset import BUNDLED_DATA, load_split
-from programs.errors import Text2SQLError
+from text2sql_dspy.programs.cli import positive_int, run_command
+from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.errors import Text2SQLError
 
 DEFAULT_OUT = Path("runs") / "latest"
 DEFAULT_PROGRAM = "v2"  # the same default as `text2sql ask`
@@ -52,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from optimize.report import summarize, write_report
-    from programs.llm.llama_engine import clear_shared_caches
+    from text2sql_dspy.optimize.report import summarize, write_report
+    from text2sql_dspy.programs.llm.llama_engine import clear_shared_caches
 
     programs = args.programs or [DEFAULT_PROGRAM]
     examples = load_split(args.data, args.split, limit=args.limit)
@@ -90,7 +90,7 @@ def evaluate(args: argparse.Namespace) -> int:
 
 
 def _build(spec: str, args: argparse.Namespace) -> Any:
-    from programs.registry import make_program
+    from text2sql_dspy.programs.agents.registry import make_program
 
     return make_program(
         spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model
@@ -117,7 +117,7 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int):
 
 def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, Any]:
     """Answer and score one question; any failure is recorded in the record, never raised."""
-    from optimize.metrics import compare_execution
+    from text2sql_dspy.optimize.metrics import compare_execution
 
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
     try:
@@ -139,7 +139,7 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
 
 def _backfill_relaxed(done: dict[tuple[str, int], dict[str, Any]], examples: list) -> None:
     """Give records written before the relaxed match existed their ``correct_relaxed`` (no LM call)."""
-    from optimize.metrics import compare_execution
+    from text2sql_dspy.optimize.metrics import compare_execution
 
     for (_, index), record in done.items():
         if "correct_relaxed" not in record and index < len(examples):

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from programs.dataset import ensure_bundled_database  # noqa: E402
+from text2sql_dspy.programs.dataset import ensure_bundled_database  # noqa: E402
 from tests.adversarial_corpus import CASE_BOUND_S, Outcome, make_arena, problems, run_corpus  # noqa: E402
 from tests.tiny_db import build_tiny_db  # noqa: E402
 

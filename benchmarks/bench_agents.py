@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import evaluate  # noqa: E402
-from optimize.report import summarize  # noqa: E402
-from programs.dataset import BUNDLED_DATA, load_split  # noqa: E402
+from text2sql_dspy.optimize.report import summarize  # noqa: E402
+from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split  # noqa: E402
 
 COLUMNS = [
     ("exec acc", "execution_accuracy", "{:.0%}"),

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dspy.lm15 import Config, Message, Request  # noqa: E402
 
-from programs.llm import model_files  # noqa: E402
-from programs.llm.factory import build_lm  # noqa: E402
-from programs.llm.llama_engine import EngineStats, SharedLlama  # noqa: E402
+from text2sql_dspy.programs.llm import model_files  # noqa: E402
+from text2sql_dspy.programs.llm.factory import build_lm  # noqa: E402
+from text2sql_dspy.programs.llm.llama_engine import EngineStats, SharedLlama  # noqa: E402
 
 AGENT_QUESTIONS = [
     "How many customers are there in each country?",

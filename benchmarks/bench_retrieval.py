@@ -44,8 +44,8 @@ sys.path.insert(0, str(REPO))
 import sqlglot  # noqa: E402
 from sqlglot import exp  # noqa: E402
 
-from programs.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
-from programs.retriever import (  # noqa: E402
+from text2sql_dspy.programs.db.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
+from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     DEFAULT_KEYWORD_WEIGHT,
     KeywordRetriever,
     SemanticRetriever,

@@ -11,13 +11,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from programs.cli import positive_int, run_command
-from programs.dataset import BUNDLED_DATA
+from text2sql_dspy.programs.cli import positive_int, run_command
+from text2sql_dspy.programs.dataset import BUNDLED_DATA
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from optimize.compile import OPTIMIZERS, Budget
-    from optimize.metrics import SCORERS
+    from text2sql_dspy.optimize.compile import OPTIMIZERS, Budget
+    from text2sql_dspy.optimize.metrics import SCORERS
 
     defaults = Budget()
     parser = argparse.ArgumentParser(prog="python -m optimize", description=__doc__.split("\n\n")[0])
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from optimize.compile import Budget, CompileConfig, compile_program
+    from text2sql_dspy.optimize.compile import Budget, CompileConfig, compile_program
 
     budget = Budget(
         train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,

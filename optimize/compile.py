@@ -16,11 +16,11 @@ from typing import Any
 
 import dspy
 
-from optimize.demos import compact_demos, with_gold_draft
-from optimize.metrics import Metric, compare_execution, make_metric
-from programs.dataset import load_split
-from programs.errors import ConfigurationError
-from programs.registry import make_program, metadata_path
+from text2sql_dspy.optimize.demos import compact_demos, with_gold_draft
+from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.agents.registry import make_program, metadata_path
 
 OPTIMIZERS = ("bootstrap", "mipro", "gepa")
 
@@ -169,12 +169,12 @@ def _reflection_lm(config: CompileConfig, student: Any) -> Any:
     """The LM that proposes instructions (MIPROv2's prompt model, GEPA's reflection LM)."""
     if config.reflection_model is None:
         return student.lm
-    from programs.llm.factory import build_lm
+    from text2sql_dspy.programs.llm.factory import build_lm
 
     return build_lm(config.reflection_model)
 
 
 def _model_name(model: str | None, role: str) -> str:
-    from programs.llm.factory import resolve_model_name
+    from text2sql_dspy.programs.llm.factory import resolve_model_name
 
     return resolve_model_name(model, role=role)  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ import dspy
 import sqlglot
 from sqlglot import exp
 
-from programs.source import open_source
+from text2sql_dspy.programs.db.source import open_source
 
 LOOP_PREDICTORS = ("agent.react", "agent.extract")
 

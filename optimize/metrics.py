@@ -27,12 +27,12 @@ import dspy
 import sqlglot
 from sqlglot import exp
 
-from optimize.reward import judge_against_reference, judge_lm
-from programs.database import QueryResult
-from programs.errors import ConfigurationError
-from programs.judge import judge_sql, schemas_for_judge
-from programs.source import open_source
-from signatures import JudgeAgainstReference, JudgeSQL
+from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
+from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.agents.judge import judge_sql, schemas_for_judge
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.signatures import JudgeAgainstReference, JudgeSQL
 
 DEFAULT_THRESHOLD = 0.7
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import dspy
 
-from programs.recovery import predict_or_error
-from signatures import JudgeAgainstReference
+from text2sql_dspy.programs.agents.recovery import predict_or_error
+from text2sql_dspy.signatures import JudgeAgainstReference
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def judge_lm(llm_backend: Any = None) -> Any:
     """The judge LM: ``llm_backend`` if it is an LM; else the model it names; else the judge's
     environment variables (``TEXT2SQL_JUDGE_MODEL``, ``LLM_JUDGE_MODEL``); else the LM configured
     with ``dspy.configure``; else the embedded model."""
-    from programs.llm.factory import build_lm, judge_model_from_env
+    from text2sql_dspy.programs.llm.factory import build_lm, judge_model_from_env
 
     if llm_backend is not None and not isinstance(llm_backend, str):
         return llm_backend

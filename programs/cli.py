@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from programs.errors import Text2SQLError
+from text2sql_dspy.programs.errors import Text2SQLError
 
 EXIT_USER_ERROR = 2
 
@@ -65,9 +65,9 @@ def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Nam
 
 
 def ask(args: argparse.Namespace) -> int:
-    from programs.base import check_question
-    from programs.dataset import ensure_bundled_database
-    from programs.registry import make_program
+    from text2sql_dspy.programs.agents.base import check_question
+    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.agents.registry import make_program
 
     question = check_question(args.question)
     db_path = args.db or str(ensure_bundled_database())

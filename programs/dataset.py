@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dspy
 
-from programs.errors import ConfigurationError, DatabaseError
+from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = REPO_ROOT / "data"

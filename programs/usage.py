@@ -16,7 +16,7 @@ import dspy
 from dspy.utils.callback import BaseCallback
 from dspy.utils.usage_tracker import UsageTracker, track_usage
 
-from programs.llm.pricing import cost_usd
+from text2sql_dspy.programs.llm.pricing import cost_usd
 
 
 @dataclass

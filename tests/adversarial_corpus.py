@@ -27,12 +27,12 @@ from typing import Literal
 
 from dspy.utils.dummies import DummyLM
 
-from programs.agent_tools import AgentState, Limits, Toolbox
-from programs.catalog import introspect_sqlite
-from programs.database import SQLiteDatabase
-from programs.retriever import make_retriever
-from programs.source import DataSource, open_source
-from programs.validator import SQLValidator
+from text2sql_dspy.programs.agents.tools import AgentState, Limits, Toolbox
+from text2sql_dspy.programs.db.catalog import introspect_sqlite
+from text2sql_dspy.programs.db.database import SQLiteDatabase
+from text2sql_dspy.programs.retrieval.retriever import make_retriever
+from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.db.validator import SQLValidator
 
 Expect = Literal["refuse", "reject", "harmless"]
 Target = tuple[str, str, str]  # table, first column, second column

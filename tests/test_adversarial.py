@@ -15,9 +15,9 @@ from dspy.utils.dummies import DummyLM
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from programs.agents import ReActAgent
-from programs.dataset import ensure_bundled_database
-from programs.validator import ValidationResult, clean_sql
+from text2sql_dspy.programs.agents.react import ReActAgent
+from text2sql_dspy.programs.dataset import ensure_bundled_database
+from text2sql_dspy.programs.db.validator import ValidationResult, clean_sql
 from tests.adversarial_corpus import (
     CASE_BOUND_S,
     Arena,

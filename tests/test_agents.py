@@ -9,12 +9,12 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from programs.agent_tools import AgentStateV2, combined_confidence
-from programs.agents import ReActAgent, ReActAgentV2
-from programs.baseline import Baseline
-from programs.dataset import BUNDLED_SCHEMAS
-from programs.errors import QuestionError
-from programs.validator import ValidationResult
+from text2sql_dspy.programs.agents.tools import AgentStateV2, combined_confidence
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.dataset import BUNDLED_SCHEMAS
+from text2sql_dspy.programs.errors import QuestionError
+from text2sql_dspy.programs.db.validator import ValidationResult
 
 GOOD_SQL = "SELECT count(*) FROM users WHERE status = 'suspended'"
 BAD_SQL = "SELECT count(*) FROM users WHERE state = 'suspended'"

@@ -9,10 +9,10 @@ from pathlib import Path
 import dspy
 import pytest
 
-from programs.agents import ReActAgent, ReActAgentV2
-from programs.baseline import Baseline
-from programs.cli import EXIT_USER_ERROR, main
-from programs.errors import DatabaseError, QuestionError
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.programs.errors import DatabaseError, QuestionError
 from tests.adversarial_corpus import obeying_lm, sha256
 from tests.test_cli import run_cli
 

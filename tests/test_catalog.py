@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from programs.catalog import introspect_sqlite, load_schema_dir, load_spider_tables
-from programs.errors import SchemaFileError
-from programs.source import check_agreement, open_source
+from text2sql_dspy.programs.db.catalog import introspect_sqlite, load_schema_dir, load_spider_tables
+from text2sql_dspy.programs.errors import SchemaFileError
+from text2sql_dspy.programs.db.source import check_agreement, open_source
 
 
 def test_introspection_reads_keys_and_foreign_keys(tiny_db: Path) -> None:

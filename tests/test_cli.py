@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from programs.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.programs.cli import EXIT_USER_ERROR, main
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -61,7 +61,7 @@ def test_counts_below_one_are_refused_before_any_work(
     capsys: pytest.CaptureFixture[str], entry: str, argv: list[str], needle: str
 ) -> None:
     import evaluate
-    from optimize.__main__ import main as optimize_main
+    from text2sql_dspy.optimize.__main__ import main as optimize_main
 
     run = {"cli": main, "evaluate": evaluate.main, "optimize": optimize_main}[entry]
     with pytest.raises(SystemExit) as exited:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from programs.database import SQLiteDatabase
-from programs.errors import DatabaseError
+from text2sql_dspy.programs.db.database import SQLiteDatabase
+from text2sql_dspy.programs.errors import DatabaseError
 
 
 def sha256(path: Path) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from programs.dataset import BUNDLED_DATA, load_split
-from programs.errors import ConfigurationError, DatabaseError
+from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
 
 def spider_folder(tmp_path: Path, tiny_db: Path, records: list[dict]) -> Path:

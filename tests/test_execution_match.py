@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from optimize.metrics import columns_subset_match, compare_execution, results_match
-from programs.database import QueryResult
+from text2sql_dspy.optimize.metrics import columns_subset_match, compare_execution, results_match
+from text2sql_dspy.programs.db.database import QueryResult
 
 GOLD = "SELECT u.email, count(*) AS n FROM login_attempts a JOIN users u ON u.id = a.user_id WHERE a.success = 0 GROUP BY u.email"
 

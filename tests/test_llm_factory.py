@@ -11,11 +11,11 @@ from pathlib import Path
 import dspy
 import pytest
 
-from programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
-from programs.llm import factory, model_files, pricing
+from text2sql_dspy.programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
+from text2sql_dspy.programs.llm import factory, model_files, pricing
 from dspy.lm15 import Config, FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
 
-from programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, _llama_response_format, request_to_messages
+from text2sql_dspy.programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, _llama_response_format, request_to_messages
 
 MODEL_ENV = ("TEXT2SQL_MODEL", "TEXT2SQL_JUDGE_MODEL", "LLM_JUDGE_MODEL", "TEXT2SQL_API_BASE",
              "OPENAI_API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TEXT2SQL_N_CTX", "TEXT2SQL_N_THREADS")

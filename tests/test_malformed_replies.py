@@ -11,8 +11,8 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 import evaluate
-from programs.agents import ReActAgent, ReActAgentV2
-from programs.baseline import Baseline
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.agents.baseline import Baseline
 from tests.test_agents import BAD_SQL, GOOD_SQL, draft, step, tools_used, verdict
 
 

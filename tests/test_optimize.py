@@ -10,12 +10,12 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from optimize.__main__ import main as optimize_main
-from optimize.demos import keep_tables, tables_used
-from optimize.metrics import execution_match, make_metric
-from optimize.reward import llm_as_judge_reward
-from programs.errors import ConfigurationError
-from programs.registry import make_program, metadata_path
+from text2sql_dspy.optimize.__main__ import main as optimize_main
+from text2sql_dspy.optimize.demos import keep_tables, tables_used
+from text2sql_dspy.optimize.metrics import execution_match, make_metric
+from text2sql_dspy.optimize.reward import llm_as_judge_reward
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.agents.registry import make_program, metadata_path
 from tests.tiny_db import write_spider_folder
 
 GOOD = "SELECT count(*) FROM users WHERE status = 'suspended'"
@@ -184,7 +184,7 @@ def test_gepa_and_mipro_wiring(
     data = compile_folder(tmp_path, tiny_db)
     instruction = "Write one SQLite query over the given tables that answers the question."
     proposer = DummyLM({"": {"new_instruction": instruction, "proposed_instruction": instruction}})
-    monkeypatch.setattr("optimize.compile._reflection_lm", lambda config, student: proposer)
+    monkeypatch.setattr("text2sql_dspy.optimize.compile._reflection_lm", lambda config, student: proposer)
     common = ["--program", "baseline", "--metric", "execution", "--data", str(data), "--retrieval", "keyword",
               "--train-limit", "2", "--dev-limit", "1"]
     wrong_on_train = scripted([(q, "SELECT 1") for q, _ in TRAIN] + DEV)  # failures give GEPA something to reflect on

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dspy
 import pytest
 
-from programs.errors import ModelFilesError
+from text2sql_dspy.programs.errors import ModelFilesError
 
 pytestmark = pytest.mark.real_model
 
@@ -20,7 +20,7 @@ def local_lm() -> dspy.LM:
         import llama_cpp  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"llama_cpp is not importable: {exc}")
-    from programs.llm.factory import build_lm
+    from text2sql_dspy.programs.llm.factory import build_lm
 
     lm = build_lm("local", max_tokens=64)
     try:
@@ -62,8 +62,8 @@ def test_context_overflow_is_a_clear_error(local_lm: dspy.LM) -> None:
 
 
 def test_v2_answers_an_easy_bundled_question_with_sql_that_runs(local_lm: dspy.LM) -> None:
-    from programs import ReActAgentV2, bundled_database
-    from programs.llm.factory import build_lm
+    from text2sql_dspy import ReActAgentV2, bundled_database
+    from text2sql_dspy.programs.llm.factory import build_lm
 
     agent = ReActAgentV2(bundled_database(), retrieval_type="keyword", top_k=3, lm=build_lm("local"))
     result = agent.run("How many organizations are there?")

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from programs import retriever as retriever_module
-from programs.catalog import Catalog, Column, Table
-from programs.errors import ConfigurationError
-from programs.retriever import (
+from text2sql_dspy.programs.retrieval import retriever as retriever_module
+from text2sql_dspy.programs.db.catalog import Catalog, Column, Table
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.retrieval.retriever import (
     EXPANSION_EXTRA,
     KeywordRetriever,
     RetrievedTable,

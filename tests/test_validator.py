@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from programs.catalog import introspect_sqlite
-from programs.database import SQLiteDatabase
-from programs.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult, clean_sql
+from text2sql_dspy.programs.db.catalog import introspect_sqlite
+from text2sql_dspy.programs.db.database import SQLiteDatabase
+from text2sql_dspy.programs.db.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult, clean_sql
 
 DDL = """
 CREATE TABLE organizations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT);

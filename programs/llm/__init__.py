@@ -10,16 +10,16 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "build_lm": "programs.llm.factory",
-    "resolve_model_name": "programs.llm.factory",
-    "is_local_model": "programs.llm.factory",
-    "LOCAL_MODEL": "programs.llm.factory",
-    "LlamaCppEngine": "programs.llm.llama_engine",
-    "EngineStats": "programs.llm.llama_engine",
-    "get_shared_llama": "programs.llm.llama_engine",
-    "ensure_local_model": "programs.llm.model_files",
-    "cost_usd": "programs.llm.pricing",
-    "price_known": "programs.llm.pricing",
+    "build_lm": "text2sql_dspy.programs.llm.factory",
+    "resolve_model_name": "text2sql_dspy.programs.llm.factory",
+    "is_local_model": "text2sql_dspy.programs.llm.factory",
+    "LOCAL_MODEL": "text2sql_dspy.programs.llm.factory",
+    "LlamaCppEngine": "text2sql_dspy.programs.llm.llama_engine",
+    "EngineStats": "text2sql_dspy.programs.llm.llama_engine",
+    "get_shared_llama": "text2sql_dspy.programs.llm.llama_engine",
+    "ensure_local_model": "text2sql_dspy.programs.llm.model_files",
+    "cost_usd": "text2sql_dspy.programs.llm.pricing",
+    "price_known": "text2sql_dspy.programs.llm.pricing",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -28,5 +28,5 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'programs.llm' has no attribute {name!r}")
+        raise AttributeError(f"module 'text2sql_dspy.programs.llm' has no attribute {name!r}")
     return getattr(import_module(module), name)

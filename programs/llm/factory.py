@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 import dspy
 
-from programs.errors import ConfigurationError
-from programs.llm.llama_engine import (
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.llm.llama_engine import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
     DEFAULT_PREFIX_CACHE,

@@ -33,7 +33,6 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -59,6 +58,8 @@ from dspy.lm15 import (
     Usage,
     response_to_events,
 )
+
+from text2sql_dspy.programs.llm.llama_settings import LlamaSettings, engine_settings, model_params_override
 
 if TYPE_CHECKING:  # pragma: no cover
     import llama_cpp
@@ -169,22 +170,21 @@ class SharedLlama:
         prefix_cache: bool = DEFAULT_PREFIX_CACHE,
         prefix_cache_entries: int = DEFAULT_PREFIX_CACHE_ENTRIES,
         prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
+        settings: LlamaSettings | None = None,
     ) -> None:
         import llama_cpp
 
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.settings = settings or engine_settings(n_threads)
+        self.n_threads = self.settings.n_threads
         self.lock = threading.Lock()
         self.stats = EngineStats()
         start = time.perf_counter()
-        self.llm = llama_cpp.Llama(
-            model_path=str(self.model_path),
-            n_ctx=n_ctx,
-            n_threads=self.n_threads,
-            n_threads_batch=self.n_threads,
-            verbose=False,
-        )
+        with model_params_override(use_extra_bufts=self.settings.use_extra_bufts):
+            self.llm = llama_cpp.Llama(
+                model_path=str(self.model_path), n_ctx=n_ctx, verbose=False, **self.settings.llama_kwargs()
+            )
         self.stats.load_seconds = time.perf_counter() - start
         self.prefix_cache = prefix_cache
         if prefix_cache:
@@ -291,7 +291,7 @@ def get_shared_llama(
     ``n_threads`` / ``prefix_cache`` win for an already-loaded instance.
     """
     if model_path is None:
-        from programs.llm.model_files import ensure_local_model
+        from text2sql_dspy.programs.llm.model_files import ensure_local_model
 
         model_path = ensure_local_model()
     path = Path(model_path).expanduser().resolve()
@@ -418,7 +418,7 @@ class LlamaCppEngine:
             if self.model_path is not None:
                 self._resolved_path = self.model_path.expanduser().resolve()
             else:
-                from programs.llm.model_files import ensure_local_model
+                from text2sql_dspy.programs.llm.model_files import ensure_local_model
 
                 self._resolved_path = ensure_local_model()
         return get_shared_llama(

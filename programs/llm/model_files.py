@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from programs.errors import ModelFilesError
+from text2sql_dspy.programs.errors import ModelFilesError
 
 __all__ = [
     "MODEL_FILENAME",

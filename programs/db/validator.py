@@ -38,8 +38,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 from sqlglot.tokens import TokenType
 
-from programs.catalog import Catalog
-from programs.database import Database
+from text2sql_dspy.programs.db.catalog import Catalog
+from text2sql_dspy.programs.db.database import Database
 
 __all__ = ["ValidationResult", "SQLValidator", "clean_sql", "MAX_QUERY_CHARS", "MAX_TOKENS", "MAX_NESTING"]
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from programs.agents import ReActAgent, ReActAgentV2
-from programs.base import Text2SQLProgram
-from programs.baseline import Baseline
-from programs.errors import ConfigurationError
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.agents.base import Text2SQLProgram
+from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.errors import ConfigurationError
 
 PROGRAMS: dict[str, type[Text2SQLProgram]] = {"baseline": Baseline, "v1": ReActAgent, "v2": ReActAgentV2}
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import dspy
 
-from programs.base import Text2SQLProgram
-from programs.recovery import predict_or_error
-from programs.source import DataSource
-from programs.validator import clean_sql
-from signatures import DraftSQL
+from text2sql_dspy.programs.agents.base import Text2SQLProgram
+from text2sql_dspy.programs.agents.recovery import predict_or_error
+from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.db.validator import clean_sql
+from text2sql_dspy.signatures import DraftSQL
 
 
 class Baseline(Text2SQLProgram):

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from programs.catalog import SCHEMA_SUFFIXES, Catalog, introspect_sqlite, load_schema_dir
-from programs.database import Database, open_database
-from programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
-from programs.errors import DatabaseError, SchemaFileError
-from programs.validator import SQLValidator
+from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, introspect_sqlite, load_schema_dir
+from text2sql_dspy.programs.db.database import Database, open_database
+from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
+from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
+from text2sql_dspy.programs.db.validator import SQLValidator
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from typing import Any
 
 import dspy
 
-from programs.judge import schemas_for_judge
-from programs.retriever import TableRetriever, render_hits
-from programs.source import DataSource
-from programs.validator import SQLValidator, ValidationResult, clean_sql
-from signatures import LLMJudgeOutput
+from text2sql_dspy.programs.agents.judge import schemas_for_judge
+from text2sql_dspy.programs.retrieval.retriever import TableRetriever, render_hits
+from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.db.validator import SQLValidator, ValidationResult, clean_sql
+from text2sql_dspy.signatures import LLMJudgeOutput
 
 ACCEPT_SCORE = 0.7
 LOW_SCORE = 0.5

@@ -10,9 +10,9 @@ from typing import Any
 
 import dspy
 
-from programs.recovery import predict_or_error
-from programs.source import DataSource
-from signatures.judging import LLMJudgeOutput
+from text2sql_dspy.programs.agents.recovery import predict_or_error
+from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
 
 def judge_sql(

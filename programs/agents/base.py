@@ -15,10 +15,10 @@ from typing import Any
 
 import dspy
 
-from programs.errors import ConfigurationError, QuestionError
-from programs.retriever import make_retriever, render_hits
-from programs.source import DataSource, open_source
-from programs.usage import metered
+from text2sql_dspy.programs.errors import ConfigurationError, QuestionError
+from text2sql_dspy.programs.retrieval.retriever import make_retriever, render_hits
+from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.usage import metered
 
 MAX_QUESTION_CHARS = 4000
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm"})  # copies of a program share these
@@ -59,7 +59,7 @@ class Text2SQLProgram(dspy.Module):
     def lm(self) -> dspy.LM:
         """The agent's LM: the one given, else ``dspy.settings.lm``, else built from ``model_id``/env."""
         if self._lm is None:
-            from programs.llm.factory import build_lm
+            from text2sql_dspy.programs.llm.factory import build_lm
 
             self._lm = dspy.settings.lm if (self.model_id is None and dspy.settings.lm) else build_lm(self.model_id)
         return self._lm

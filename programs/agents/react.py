@@ -16,15 +16,15 @@ from typing import Any, Literal
 import dspy
 from dspy.utils.exceptions import ContextWindowExceededError
 
-from programs.agent_tools import ACCEPT_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
-from programs.base import Text2SQLProgram
-from programs.baseline import clamp01
-from programs.judge import judge_sql
-from programs.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
-from programs.retriever import make_retriever
-from programs.source import DataSource
-from programs.validator import ValidationResult, clean_sql
-from signatures import DraftSQL, JudgeSQL, LLMJudgeOutput
+from text2sql_dspy.programs.agents.tools import ACCEPT_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
+from text2sql_dspy.programs.agents.base import Text2SQLProgram
+from text2sql_dspy.programs.agents.baseline import clamp01
+from text2sql_dspy.programs.agents.judge import judge_sql
+from text2sql_dspy.programs.agents.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
+from text2sql_dspy.programs.retrieval.retriever import make_retriever
+from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.db.validator import ValidationResult, clean_sql
+from text2sql_dspy.signatures import DraftSQL, JudgeSQL, LLMJudgeOutput
 
 AGENT_INSTRUCTIONS = """You are a SQL agent. Your goal: submit one read-only SQL query that answers the question.
 The trajectory shows the query drafted so far and what the checks said about it.
@@ -213,7 +213,7 @@ class ReActAgentV2(ReActAgent):
         """The judge's LM: the one given, else ``judge_model_id`` or the judge's environment variables,
         else the agent's own LM (one shared model when both are local)."""
         if self._judge_lm is None:
-            from programs.llm.factory import build_lm, resolve_model_name
+            from text2sql_dspy.programs.llm.factory import build_lm, resolve_model_name
 
             judge_name = resolve_model_name(self.judge_model_id, role="judge")
             same_as_agent = self.judge_model_id is None and judge_name == resolve_model_name(self.model_id)

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from programs.errors import DatabaseError, SchemaFileError
+from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 
 SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 

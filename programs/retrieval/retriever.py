@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from programs.catalog import Catalog, Table
-from programs.errors import ConfigurationError
+from text2sql_dspy.programs.db.catalog import Catalog, Table
+from text2sql_dspy.programs.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from sentence_transformers import SentenceTransformer

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from programs.catalog import connect_readonly
+from text2sql_dspy.programs.db.catalog import connect_readonly
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MAX_ROWS = 1000
