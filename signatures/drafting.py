@@ -3,8 +3,9 @@
 import dspy
 
 
-# Field order is prompt order: schemas come first, so questions on the same tables share a
-# prompt prefix that the local engine's KV cache can reuse.
+# Field order is prompt order: the schemas come first, so every question on one database shares
+# the prompt prefix up to its question, which the local engine's KV cache serves. The reply is the
+# SQL alone: its confidence comes from the model's token probabilities, not from more text.
 class DraftSQL(dspy.Signature):
     """Write one read-only SQL query that answers the question over the given tables.
 
@@ -17,5 +18,3 @@ class DraftSQL(dspy.Signature):
     question: str = dspy.InputField(desc="the user's question, in natural language")
     hints: str = dspy.InputField(desc="feedback on an earlier attempt, or empty", default="")
     sql: str = dspy.OutputField(desc="a single SELECT statement, without markdown")
-    explanation: str = dspy.OutputField(desc="one sentence: how the query answers the question")
-    confidence: float = dspy.OutputField(desc="how sure you are that the query is right, from 0.0 to 1.0")

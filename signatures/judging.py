@@ -63,20 +63,19 @@ class LLMJudgeOutput(BaseModel):
 
 class JudgeSQL(dspy.Signature):
     __doc__ = (
-        "You are an impartial SQL reviewer. Decide whether the SQL query correctly answers the question, "
-        "given the table schemas and the author's explanation. List concrete issues (wrong table, join, "
-        "filter value, aggregation, grouping, ordering, limit, missing condition) and a fix for each.\n\n" + RUBRIC
+        "You are an impartial SQL reviewer. Decide whether the SQL query correctly answers the question. "
+        "You see what the query returned when it ran on the database: check that these columns and rows are "
+        "what the question asks for (an empty result, NULLs or one repeated value often mean a wrong filter "
+        "or join). If it is wrong, list concrete issues (wrong table, join, filter value, aggregation, grouping, "
+        "ordering, limit, missing condition) and a fix for each.\n\n" + RUBRIC
     )
 
-    table_schemas: str = dspy.InputField(desc="CREATE TABLE statements of the tables involved")
     question: str = dspy.InputField(desc="the user's original question")
     sql_query: str = dspy.InputField(desc="the SQL query under review")
-    agent_explanation: str = dspy.InputField(desc="the author's explanation of the query", default="")
-    reasoning: str = dspy.OutputField(desc="two or three sentences checking the query against the question")
-    is_correct: bool = dspy.OutputField(desc="true if the query returns what the question asks for")
-    correctness_score: float = dspy.OutputField(desc="0.0 to 1.0, by the rubric")
-    issues: list[str] = dspy.OutputField(desc="semantic problems found; empty if none")
-    suggestions: list[str] = dspy.OutputField(desc="specific fixes, one per issue; empty if none")
+    execution_result: str = dspy.InputField(desc="what the query returned: columns, row count, first rows, or the error")
+    is_correct: bool = dspy.OutputField(desc="true if the result is what the question asks for")
+    issues: list[str] = dspy.OutputField(desc="semantic problems found; empty if none", default_factory=list)
+    suggestions: list[str] = dspy.OutputField(desc="specific fixes, one per issue; empty if none", default_factory=list)
 
 
 class JudgeAgainstReference(dspy.Signature):

@@ -99,3 +99,25 @@ def test_cpu_flags_read_from_cpuinfo(tmp_path):
     info.write_text("processor\t: 0\nFeatures\t: fp asimd evtstrm\n")  # ARM's spelling
     assert cpu_flags(info) == {"fp", "asimd", "evtstrm"} and not cpu_has_amx(cpu_flags(info))
     assert cpu_flags(tmp_path / "missing") == frozenset()
+
+
+def test_logprob_recorder_reads_the_sampler_steps():
+    """Three greedy steps over a 5-token vocabulary: chosen tokens, their log-probabilities, the alternatives."""
+    import numpy as np
+
+    from text2sql_dspy.programs.llm.token_logprobs import LogprobRecorder
+
+    vocab = ["A", "B", "C", "<end>", "D"]
+    recorder = LogprobRecorder(2, lambda i: vocab[i])
+    prompt = [9, 9, 9]
+    rows = [np.array([2.0, 1.0, 0.0, -1.0, -5.0]), np.array([0.0, 3.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 4.0, 0.0])]
+    ids = list(prompt)
+    for step, row in enumerate(rows):
+        recorder(np.array(ids), row.astype(np.float32))
+        ids.append(int(np.argmax(row)))  # llama.cpp evaluates the chosen token before the next step
+    out = recorder.token_logprobs("AB", greedy=True)
+    assert [t.token for t in out] == ["A", "B"]  # the end-of-turn step lies past the text
+    expected = rows[0][0] - np.log(np.exp(rows[0]).sum())
+    assert abs(out[0].logprob - expected) < 1e-5
+    assert [a.token for a in out[0].top] == ["A", "B"]
+    assert out[1].top[0].token == "B" and out[1].top[0].logprob == pytest.approx(out[1].logprob)

@@ -16,7 +16,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError, QuestionError
-from text2sql_dspy.programs.retrieval.retriever import make_retriever, render_hits
+from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
 
@@ -36,8 +36,10 @@ class Text2SQLProgram(dspy.Module):
         top_k: int = 5,
         model_id: str | None = None,
         lm: dspy.LM | None = None,
+        schema_budget: int = DEFAULT_SCHEMA_BUDGET,
     ):
         super().__init__()
+        self.schema_budget = schema_budget
         self.db_path = None if db_path is None else Path(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
         self.retrieval_type = retrieval_type
@@ -70,10 +72,11 @@ class Text2SQLProgram(dspy.Module):
             raise ConfigurationError("no database given: pass db_path=... (or schema_path=...) to the program.")
         return open_source(path, self.schema_path)
 
-    def retrieve(self, source: DataSource, query: str) -> tuple[list[str], str]:
-        """Top-k table names for ``query`` and their rendered schemas."""
-        hits = make_retriever(source.catalog, self.retrieval_type).search(query, self.top_k)
-        return [h.name for h in hits], source.with_header(render_hits(source.catalog, hits))
+    def schema(self, source: DataSource, question: str) -> SchemaView:
+        """The schema the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables."""
+        return schema_view(
+            source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
+        )
 
     def forward(self, question: str, db_id: str | None = None, db_path: str | None = None) -> dspy.Prediction:
         question = check_question(question)

@@ -1,7 +1,10 @@
-"""One judge call: the judging signature on the judge's LM, as a verdict that never raises for bad output.
+"""One judge call: the judging signature on the judge's LM, over the query and what it returned.
 
-The V2 agent's ``llm_judge_evaluate`` tool and the optimizer metrics in ``optimize/`` both judge
-through :func:`judge_sql`, so the agent and the metric read a reply the same way.
+The V2 agent and the optimizer metrics in ``optimize/`` both judge through :func:`judge_sql`, so
+the agent and the metric read a reply the same way. The score is the judge model's probability
+that the query is correct, read from its token log-probabilities at the ``is_correct`` answer:
+a number the model cannot flatten by writing "0.95" for everything. An LM without token
+probabilities (Anthropic) scores its written verdict as 1.0 or 0.0.
 """
 
 from __future__ import annotations
@@ -10,14 +13,17 @@ from typing import Any
 
 import dspy
 
+from text2sql_dspy.programs.agents.drafting import logprob_config
 from text2sql_dspy.programs.agents.recovery import predict_or_error
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_of_true, reply_tokens
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
+__all__ = ["JUDGE_MAX_TOKENS", "judge_sql"]
 
-def judge_sql(
-    predictor: dspy.Predict, lm: Any, *, question: str, sql: str, table_schemas: str, explanation: str = ""
-) -> LLMJudgeOutput:
+JUDGE_MAX_TOKENS = 200  # a verdict with two short issue lists; a correct verdict takes ~35 tokens
+
+
+def judge_sql(predictor: dspy.Predict, lm: Any, *, question: str, sql: str, execution_result: str) -> LLMJudgeOutput:
     """``predictor`` (over :class:`~signatures.judging.JudgeSQL`) run on ``lm``.
 
     An unparseable reply scores 0.0, with the reason as the verdict's only issue. Errors of the LM
@@ -25,13 +31,21 @@ def judge_sql(
     """
     with dspy.context(lm=lm):
         pred, error = predict_or_error(
-            predictor, question=question, sql_query=sql, table_schemas=table_schemas, agent_explanation=explanation
+            predictor, question=question, sql_query=sql, execution_result=execution_result,
+            config=logprob_config(lm, max_tokens=JUDGE_MAX_TOKENS),
         )
     if pred is None:
         return LLMJudgeOutput(is_correct=False, correctness_score=0.0, issues=[f"judge output unusable: {error}"])
-    return LLMJudgeOutput.from_prediction(pred)
-
-
-def schemas_for_judge(source: DataSource, tables: list[str]) -> str:
-    """The schemas the judge reads: the tables the query uses, rendered in full."""
-    return source.catalog.render(tables)
+    written = pred.get("is_correct")
+    p_true = probability_of_true(field_tokens(reply_tokens(pred.get("logprobs")), "is_correct"))
+    if p_true is None:
+        score, source = (1.0 if written is True else 0.0), "written verdict"
+    else:
+        score, source = p_true, "judge model's probability of 'True'"
+    return LLMJudgeOutput.model_validate({
+        "is_correct": written if isinstance(written, bool) else score >= 0.5,
+        "correctness_score": score,
+        "issues": pred.get("issues") or [],
+        "suggestions": pred.get("suggestions") or [],
+        "reasoning": f"P(correct) = {score:.2f} ({source}), judged on the query's execution result.",
+    })

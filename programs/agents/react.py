@@ -1,29 +1,40 @@
-"""The ReAct agents: V1 (structural validation) and V2 (plus an LLM judge on its own LM).
+"""The ReAct agents: V1 (structural validation) and V2 (plus an execution-grounded judge on its own LM).
 
-Every question opens the way the seeds' happy path does — retrieve, draft, validate, and for V2
-judge — as fixed moves that cost no agent call. When those checks pass (V2: judge score >= 0.7)
-the draft is submitted at once. Otherwise :class:`SQLReAct`, a ``dspy.ReAct`` over the drafting
-signature, takes over with that opening as its trajectory: it rewrites the query, re-validates,
-asks the judge and submits, within the seeds' limits. A malformed reply never crashes a call:
-the best validated query so far is returned with low confidence and the reason.
+A question takes one path, step by step, through one step protocol (:func:`take_step`: call a
+tool, record thought/tool/args/observation, count the iteration), whether the step is one of the
+fixed opening moves or the agent's own choice:
+
+* V1 drafts, validates and submits; an invalid draft is redrafted once with the validator's
+  findings as hints; if that fails too, :class:`SQLReAct` (a ``dspy.ReAct`` over the drafting
+  signature) takes over with the steps so far as its trajectory.
+* V2 drafts greedily and, when the model's own token confidence is low, samples more candidates;
+  it validates and runs them read-only, groups them by result, and lets the judge (which sees
+  each result) score one query per group. The answer is the group with the best mix of judge
+  probability and agreement. A chosen query that errs, returns nothing or is judged wrong is
+  redrafted once from those facts.
+
+A malformed reply never crashes a call: the best validated query so far is returned with low
+confidence and the reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import dspy
 from dspy.utils.exceptions import ContextWindowExceededError
 
-from text2sql_dspy.programs.agents.tools import ACCEPT_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
-from text2sql_dspy.programs.agents.baseline import clamp01
+from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
-from text2sql_dspy.programs.retrieval.retriever import make_retriever
+from text2sql_dspy.programs.agents.tools import LOW_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
+from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.db.source import DataSource
-from text2sql_dspy.programs.db.validator import ValidationResult, clean_sql
+from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.signatures import DraftSQL, JudgeSQL, LLMJudgeOutput
 
 AGENT_INSTRUCTIONS = """You are a SQL agent. Your goal: submit one read-only SQL query that answers the question.
@@ -37,6 +48,7 @@ Tools:
 
 JUDGE_RULE = " and llm_judge_evaluate scored it 70% or more"
 STALL_LIMIT = 3  # repair ends after this many tool calls in a row that changed nothing (see _progress)
+SAMPLE_TEMPERATURE = 0.7
 
 
 class SQLReAct(dspy.ReAct):
@@ -62,7 +74,6 @@ class SQLReAct(dspy.ReAct):
     def run_loop(self, toolbox: Toolbox, trajectory: dict[str, Any], **inputs: Any) -> str | None:
         """Take agent steps until an answer is accepted; the reason it stopped early, or None."""
         state = toolbox.state
-        tools = {tool.name: tool for tool in toolbox.tools()}
         idle = 0  # tool calls in a row that validated no new query, found no new table and asked no judge
         while state.final_answer is None:
             if state.iteration >= toolbox.limits.max_iterations:
@@ -77,45 +88,58 @@ class SQLReAct(dspy.ReAct):
                 return f"context window exceeded: {exc}"
             if pred is None:
                 return error
-            name, args = pred.next_tool_name, pred.next_tool_args
             before = _progress(state)
-            record_step(trajectory, pred.next_thought, name, args, _call_tool(tools, name, args))
-            state.iteration += 1
+            take_step(toolbox, trajectory, pred.next_thought, pred.next_tool_name, pred.next_tool_args)
             idle = idle + 1 if _progress(state) == before else 0
         return None
 
 
+def take_step(toolbox: Toolbox, trajectory: dict[str, Any], thought: str, name: str, args: Any) -> str:
+    """The one step protocol: call tool ``name`` with ``args``, record the step, count the iteration."""
+    observation = _call_tool(toolbox.tools_by_name, name, args)
+    record_step(trajectory, thought, name, args, observation)
+    toolbox.state.iteration += 1
+    return observation
+
+
+@dataclass
+class Candidate:
+    """A drafted query and what the checks found."""
+
+    draft: Draft
+    validation: ValidationResult | None = None
+    votes: int = 1
+    verdict: LLMJudgeOutput | None = None
+
+    @property
+    def sql(self) -> str:
+        return self.draft.sql
+
+
 class ReActAgent(Text2SQLProgram):
-    """V1: retrieve, draft, validate structurally, repair with ReAct, submit.
+    """V1: draft, validate structurally, repair (one redraft, then ReAct), submit.
 
     ``run(question)`` returns ``query``, ``explanation``, ``confidence``, ``judge_score`` (None for
     V1), ``reasoning_steps`` and the per-question metrics; ``forward`` returns the same as a Prediction.
     """
 
     version = "v1"
+    uses_judge = False
 
     def __init__(
         self,
         db_path: Path | str | None = None,
         *,
-        schema_path: Path | str | None = None,
-        retrieval_type: str = "semantic",
-        top_k: int = 5,
-        model_id: str | None = None,
-        lm: dspy.LM | None = None,
         max_iterations: int = 10,
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
+        **kwargs: Any,
     ):
-        super().__init__(
-            db_path, schema_path=schema_path, retrieval_type=retrieval_type, top_k=top_k, model_id=model_id, lm=lm
-        )
+        super().__init__(db_path, **kwargs)
         self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, self._judge_budget())
         self.draft = dspy.Predict(DraftSQL)
         template = Toolbox(None, None, None, None, self.limits, judge=self._judge_fn())  # type: ignore[arg-type]
         self.agent = SQLReAct(DraftSQL, template.tools(), max_iterations, with_judge=self.uses_judge)
-
-    uses_judge = False
 
     def _judge_budget(self) -> int:
         return 0
@@ -127,43 +151,54 @@ class ReActAgent(Text2SQLProgram):
         return AgentState(question=question)
 
     def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+        from text2sql_dspy.programs.retrieval.retriever import make_retriever
+
         state = self.new_state(question)
         toolbox = Toolbox(
             state, source, make_retriever(source.catalog, self.retrieval_type), source.validator, self.limits,
             top_k=self.top_k, judge=self._judge_fn(),
         )
-        schemas = toolbox.retrieve_tables(question, self.top_k)
+        view = self.schema(source, question)
+        toolbox.note_tables(view.tables)
         trajectory: dict[str, Any] = {}
-        stop_reason = self._opening(toolbox, trajectory, question, schemas)
+        stop_reason = self._opening(toolbox, trajectory, question, view)
         if state.final_answer is None and stop_reason is None:
-            stop_reason = self.agent.run_loop(toolbox, trajectory, question=question, table_schemas=schemas, hints="")
+            stop_reason = self.agent.run_loop(toolbox, trajectory, question=question, table_schemas=view.text, hints="")
         if state.final_answer is None:
             state.final_answer = best_effort_answer(state, toolbox.agent_confidence, stop_reason)
         return self.result(state, trajectory, stop_reason)
 
-    def _opening(self, toolbox: Toolbox, trajectory: dict[str, Any], question: str, schemas: str) -> str | None:
-        """Draft and validate (no agent call); submit if the draft passes. A reason if drafting failed."""
-        draft, error = predict_or_error(self.draft, question=question, table_schemas=schemas, hints="")
-        if draft is None:
-            return None  # no draft: the agent writes the first query itself
-        toolbox.agent_explanation = str(draft.explanation or "")
-        toolbox.agent_confidence = clamp01(draft.confidence)
-        sql = clean_sql(str(draft.sql or ""))
-        observation = toolbox.validate_sql(sql)
-        toolbox.state.iteration += 1
-        record_step(trajectory, "I drafted a query over the retrieved tables; check it.", "validate_sql", {"query": sql}, observation)
-        validation = toolbox.state.validation_of(sql)
-        if validation is not None and validation.valid and self._accept_opening(toolbox, trajectory, sql):
-            record_step(
-                trajectory, "The checks passed; submit.", "submit_answer",
-                {"query": sql, "explanation": toolbox.agent_explanation, "confidence": toolbox.agent_confidence},
-                toolbox.submit_answer(sql, toolbox.agent_explanation, toolbox.agent_confidence),
-            )
-            toolbox.state.iteration += 1
-        return None
+    def _draft(self, toolbox: Toolbox, question: str, view: SchemaView, **options: Any) -> Draft:
+        draft = draft_sql(self.draft, self.lm, question=question, table_schemas=view.text, **options)
+        if draft.sql:
+            toolbox.agent_confidence = draft.confidence
+            toolbox.agent_explanation = describe_query(draft.sql, toolbox.source.dialect)
+        return draft
 
-    def _accept_opening(self, toolbox: Toolbox, trajectory: dict[str, Any], sql: str) -> bool:
-        return True
+    def _check(self, toolbox: Toolbox, trajectory: dict[str, Any], candidate: Candidate, thought: str) -> bool:
+        take_step(toolbox, trajectory, thought, "validate_sql", {"query": candidate.sql})
+        candidate.validation = toolbox.state.validation_of(candidate.sql)
+        return candidate.validation is not None and candidate.validation.valid
+
+    def _submit(self, toolbox: Toolbox, trajectory: dict[str, Any], candidate: Candidate, thought: str) -> None:
+        explanation = describe_query(candidate.sql, toolbox.source.dialect)
+        take_step(toolbox, trajectory, thought, "submit_answer",
+                  {"query": candidate.sql, "explanation": explanation, "confidence": candidate.draft.confidence})
+
+    def _opening(self, toolbox: Toolbox, trajectory: dict[str, Any], question: str, view: SchemaView) -> str | None:
+        """Draft, validate, submit; one redraft from the validator's findings. A reason if drafting failed."""
+        first = Candidate(self._draft(toolbox, question, view))
+        if not first.sql:
+            return None  # no draft: the agent writes the first query itself
+        if self._check(toolbox, trajectory, first, "I drafted a query over the schema; check it."):
+            self._submit(toolbox, trajectory, first, "The checks passed; submit.")
+            return None
+        second = Candidate(self._draft(toolbox, question, view, hints=repair_hints(first)))
+        if second.sql and second.sql != first.sql and self._check(
+            toolbox, trajectory, second, "I redrafted the query from the validator's findings; check it."
+        ):
+            self._submit(toolbox, trajectory, second, "The redraft passed the checks; submit.")
+        return None
 
     def result(self, state: AgentState, trajectory: dict[str, Any], stop_reason: str | None) -> dict[str, Any]:
         final = state.final_answer or {}
@@ -184,10 +219,12 @@ class ReActAgent(Text2SQLProgram):
 
 
 class ReActAgentV2(ReActAgent):
-    """V2: V1 plus ``llm_judge_evaluate``, a semantic judge on its own LM (``judge_model_id``).
+    """V2: V1 plus candidates run read-only and ``llm_judge_evaluate``, a judge on its own LM that sees results.
 
-    Confidence is ``0.4 * agent + 0.6 * judge``, held to the seeds' bands; a judge LM that fails
-    makes the agent carry on as V1, and the result says so (``judge_degraded``).
+    ``candidates``: queries drafted when the greedy draft's token confidence is below
+    ``sample_below`` (the greedy one plus samples at temperature 0.7). Confidence is
+    ``0.4 * agent + 0.6 * judge``, held to the seeds' bands; a judge LM that fails makes the agent
+    carry on as V1, and the result says so (``judge_degraded``).
     """
 
     version = "v2"
@@ -200,11 +237,15 @@ class ReActAgentV2(ReActAgent):
         judge_model_id: str | None = None,
         judge_lm: dspy.LM | None = None,
         max_judge_calls: int = 3,
+        candidates: int = 3,
+        sample_below: float = 0.95,
         **kwargs: Any,
     ):
         self.judge_model_id = judge_model_id
         self._judge_lm = judge_lm
         self.max_judge_calls = max_judge_calls
+        self.candidates = max(1, candidates)
+        self.sample_below = sample_below
         self.judge = dspy.Predict(JudgeSQL)
         super().__init__(db_path, **kwargs)
 
@@ -233,21 +274,50 @@ class ReActAgentV2(ReActAgent):
     def new_state(self, question: str) -> AgentState:
         return AgentStateV2(question=question)
 
-    def evaluate_sql(self, question: str, sql: str, table_schemas: str, explanation: str) -> LLMJudgeOutput:
+    def evaluate_sql(self, question: str, sql: str, execution_result: str) -> LLMJudgeOutput:
         """One judge call on the judge LM. Unparseable output scores 0.0 with the reason as an issue."""
-        return judge_sql(
-            self.judge, self.judge_lm, question=question, sql=sql, table_schemas=table_schemas, explanation=explanation
-        )
+        return judge_sql(self.judge, self.judge_lm, question=question, sql=sql, execution_result=execution_result)
 
-    def _accept_opening(self, toolbox: Toolbox, trajectory: dict[str, Any], sql: str) -> bool:
-        observation = toolbox.llm_judge_evaluate(sql, toolbox.agent_explanation)
-        toolbox.state.iteration += 1
-        record_step(trajectory, "The query is valid; does it answer the question?", "llm_judge_evaluate",
-                    {"query": sql, "explanation": toolbox.agent_explanation}, observation)
+    def _opening(self, toolbox: Toolbox, trajectory: dict[str, Any], question: str, view: SchemaView) -> str | None:
         state = toolbox.state
         assert isinstance(state, AgentStateV2)
-        verdict = state.judge_of(sql)
-        return state.judge_degraded or (verdict is not None and verdict.correctness_score >= ACCEPT_SCORE)
+        drafts = [self._draft(toolbox, question, view)]
+        if drafts[0].sql and self.candidates > 1 and drafts[0].confidence < self.sample_below:
+            for seed in range(1, self.candidates):
+                drafts.append(draft_sql(self.draft, self.lm, question=question, table_schemas=view.text,
+                                        temperature=SAMPLE_TEMPERATURE, seed=seed))
+        pool = candidate_pool(drafts)
+        if not pool:
+            return None  # no draft: the agent writes the first query itself
+        valid = [c for c in pool if self._check(toolbox, trajectory, c, "Check this drafted query.")]
+        if not valid:
+            second = Candidate(self._draft(toolbox, question, view, hints=repair_hints(pool[0])))
+            if second.sql and all(second.sql != c.sql for c in pool) and self._check(
+                toolbox, trajectory, second, "I redrafted the query from the validator's findings; check it."
+            ):
+                valid = [second]
+        if not valid:
+            return None  # the ReAct loop repairs from here
+        groups = group_by_result(toolbox, valid)
+        for group in groups:
+            take_step(toolbox, trajectory, "Does this query's result answer the question?", "llm_judge_evaluate",
+                      {"query": group.sql})
+            group.verdict = state.judge_of(group.sql)
+        best = max(groups, key=lambda g: choice_score(g, len(valid)))
+        if (best.verdict is None or best.verdict.correctness_score < LOW_SCORE) and not state.judge_degraded:
+            redraft = Candidate(self._draft(toolbox, question, view, hints=repair_hints(best, toolbox)))
+            if redraft.sql and all(redraft.sql != c.sql for c in pool) and self._check(
+                toolbox, trajectory, redraft, "I redrafted the query from the judge's findings; check it."
+            ):
+                take_step(toolbox, trajectory, "Does the redraft's result answer the question?", "llm_judge_evaluate",
+                          {"query": redraft.sql})
+                redraft.verdict = state.judge_of(redraft.sql)
+                if choice_score(redraft, len(valid)) > choice_score(best, len(valid)):
+                    best = redraft
+        state.candidate_count = len(drafts)
+        state.agreement = best.votes / len(valid)
+        self._submit(toolbox, trajectory, best, "Submit the query whose result the judge and the candidates support.")
+        return None
 
     def result(self, state: AgentState, trajectory: dict[str, Any], stop_reason: str | None) -> dict[str, Any]:
         fields = super().result(state, trajectory, stop_reason)
@@ -260,8 +330,55 @@ class ReActAgentV2(ReActAgent):
             semantic_corrections=state.semantic_corrections,
             judge_degraded=state.judge_degraded,
             judge_errors=list(state.judge_errors),
+            candidates=state.candidate_count,
+            agreement=state.agreement,
         )
         return fields
+
+
+def candidate_pool(drafts: list[Draft]) -> list[Candidate]:
+    """Distinct drafted queries, in drafting order, each with the number of drafts that wrote it."""
+    pool: dict[str, Candidate] = {}
+    for draft in drafts:
+        if not draft.sql:
+            continue
+        if draft.sql in pool:
+            pool[draft.sql].votes += 1
+        else:
+            pool[draft.sql] = Candidate(draft)
+    return list(pool.values())
+
+
+def group_by_result(toolbox: Toolbox, candidates: list[Candidate]) -> list[Candidate]:
+    """One representative per distinct result (the first drafted), carrying the group's votes, most votes first."""
+    groups: dict[Any, Candidate] = {}
+    for candidate in candidates:
+        key = toolbox.result_key(candidate.sql)
+        if key in groups:
+            groups[key].votes += candidate.votes
+        else:
+            groups[key] = Candidate(candidate.draft, candidate.validation, candidate.votes)
+    return sorted(groups.values(), key=lambda g: -g.votes)
+
+
+def choice_score(candidate: Candidate, total: int) -> float:
+    """How strongly the evidence supports a candidate: the judge's probability and the candidates' agreement."""
+    judged = candidate.verdict.correctness_score if candidate.verdict is not None else 0.5
+    return 0.5 * judged + 0.5 * candidate.votes / max(1, total)
+
+
+def repair_hints(candidate: Candidate, toolbox: Toolbox | None = None) -> str:
+    """Facts about a rejected query, as hints for one redraft: validator findings, execution, judge issues."""
+    lines = [f"A previous attempt was rejected:\n{candidate.sql}"]
+    validation = candidate.validation
+    if validation is not None and not validation.valid:
+        lines += [f"- {e}" for e in validation.errors[:4]] + [f"- {s}" for s in validation.suggestions[:4]]
+    if toolbox is not None and validation is not None and validation.valid:
+        lines.append("It returned:\n" + toolbox.execution_facts(candidate.sql).render())
+    if candidate.verdict is not None:
+        lines += [f"- {i}" for i in candidate.verdict.issues[:3]] + [f"- fix: {s}" for s in candidate.verdict.suggestions[:3]]
+    lines.append("Write a corrected query.")
+    return "\n".join(lines)
 
 
 def best_effort_answer(state: AgentState, agent_confidence: float, reason: str | None) -> dict[str, Any]:

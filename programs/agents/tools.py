@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.agents.judge import schemas_for_judge
 from text2sql_dspy.programs.retrieval.retriever import TableRetriever, render_hits
+from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.db.execution_facts import ExecutionFacts, facts_of
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import SQLValidator, ValidationResult, clean_sql
 from text2sql_dspy.signatures import LLMJudgeOutput
@@ -65,6 +67,8 @@ class AgentStateV2(AgentState):
     judge_scores: list[float] = field(default_factory=list)
     judge_errors: list[str] = field(default_factory=list)
     semantic_corrections: int = 0
+    candidate_count: int = 1
+    agreement: float | None = None
 
     @property
     def judge_degraded(self) -> bool:
@@ -134,6 +138,7 @@ class Toolbox:
         top_k: int = 5,
         judge: Callable[[str, str, str], LLMJudgeOutput] | None = None,
     ):
+        """``judge(question, sql, execution_result)`` is V2's judge; None for V1."""
         self.state = state
         self.source = source
         self.retriever = retriever
@@ -143,6 +148,37 @@ class Toolbox:
         self.judge = judge
         self.agent_explanation = ""
         self.agent_confidence = 0.5
+        self._executions: dict[str, QueryResult] = {}
+
+    @cached_property
+    def tools_by_name(self) -> dict[str, dspy.Tool]:
+        return {tool.name: tool for tool in self.tools()}
+
+    def note_tables(self, tables: list[str]) -> None:
+        """Record the tables the prompt shows as the question's first retrieval."""
+        self.state.retrieval_calls += 1
+        for name in tables:
+            if name not in self.state.retrieved_tables:
+                self.state.retrieved_tables.append(name)
+
+    def execute(self, sql: str) -> QueryResult:
+        """Run ``sql`` read-only once per question (the result is kept for grouping and judging)."""
+        if sql not in self._executions:
+            database = self.source.database
+            self._executions[sql] = (
+                database.execute(sql) if database is not None else QueryResult(error="no database to run the query on")
+            )
+        return self._executions[sql]
+
+    def execution_facts(self, sql: str) -> ExecutionFacts:
+        return facts_of(self.execute(sql))
+
+    def result_key(self, sql: str) -> Any:
+        """What two queries share when they return the same rows (in any order, any column names); errors never match."""
+        result = self.execute(sql)
+        if not result.ok:
+            return ("error", sql)
+        return tuple(sorted((tuple(map(repr, row)) for row in result.rows)))
 
     def tools(self) -> list[dspy.Tool]:
         """This question's tools, in the order the agent's instructions list them."""
@@ -177,9 +213,9 @@ class Toolbox:
         return result.render() if isinstance(result, ValidationResult) else result
 
     def llm_judge_evaluate(self, query: str, explanation: str = "") -> str:
-        """Ask an impartial judge whether `query` actually answers the question (right tables,
-        filters, grouping, ordering). Use it after validate_sql passes. Returns a score,
-        the issues found and how to fix them."""
+        """Ask an impartial judge whether `query` actually answers the question: the query is run
+        read-only and the judge reads its result (right rows, columns, filters, grouping, ordering).
+        Use it after validate_sql passes. Returns a score, the issues found and how to fix them."""
         state = self.state
         assert isinstance(state, AgentStateV2) and self.judge is not None
         sql = clean_sql(str(query))
@@ -193,7 +229,7 @@ class Toolbox:
                 "Judge limit reached or the score stopped improving. "
                 "Submit your best query now with submit_answer."
             )
-        verdict = self._judge(sql, str(explanation or self.agent_explanation))
+        verdict = self._judge(sql)
         if verdict is None:
             return "The judge is unavailable; rely on validate_sql and submit when it passes."
         return format_judge_observation(verdict, validation)
@@ -217,7 +253,7 @@ class Toolbox:
         if isinstance(state, AgentStateV2) and validation is not None and validation.valid:
             verdict = state.judge_of(sql)
             if verdict is None and not state.judge_degraded and not state.judge_should_stop(self.limits.max_judge_calls):
-                verdict = self._judge(sql, str(explanation))
+                verdict = self._judge(sql)
             judge_score = None if verdict is None else verdict.correctness_score
         state.final_answer = {
             "query": sql,
@@ -251,14 +287,12 @@ class Toolbox:
             state.semantic_corrections += 1  # a new query written after the judge found fault
         return result
 
-    def _judge(self, sql: str, explanation: str) -> LLMJudgeOutput | None:
+    def _judge(self, sql: str) -> LLMJudgeOutput | None:
         state = self.state
         assert isinstance(state, AgentStateV2) and self.judge is not None
         state.judge_calls += 1
         try:
-            validation = state.validation_of(sql)
-            tables = validation.tables if validation and validation.tables else state.retrieved_tables
-            verdict = self.judge(state.question, sql, schemas_for_judge(self.source, tables), explanation)
+            verdict = self.judge(state.question, sql, self.execution_facts(sql).render())
         except Exception as exc:  # any judge failure degrades V2 to V1, recorded in the result
             state.judge_errors.append(f"{type(exc).__name__}: {exc}")
             return None

@@ -94,11 +94,12 @@ class Table(BaseModel):
                 keys.append((c.name, ref_table, ref_column))
         return keys
 
-    def render(self, *, samples: bool = True, brief: bool = False) -> str:
+    def render(self, *, samples: bool = True, brief: bool = False, values_only: bool = False) -> str:
         """This table as a ``CREATE TABLE`` statement whose comments carry descriptions and samples.
 
         ``brief`` keeps the table's description, columns, types and keys but drops the column comments:
-        enough to join through the table at a third of the tokens.
+        enough to join through the table at a third of the tokens. ``values_only`` keeps just the
+        column comments that show stored values (quoted values or samples), which a filter must match.
         """
         header = f"CREATE TABLE {self.name} ("
         if self.description:
@@ -117,6 +118,8 @@ class Table(BaseModel):
             last = i == len(self.columns) - 1 and len(pk) <= 1
             line = " ".join(parts) + ("" if last else ",")
             comment = "" if brief else _column_comment(c, samples)
+            if values_only and "'" not in comment:
+                comment = ""
             lines.append(f"{line}  -- {comment}" if comment else line)
         if len(pk) > 1:
             lines.append(f"  PRIMARY KEY ({', '.join(pk)})")
@@ -156,10 +159,12 @@ class Catalog(BaseModel):
         chosen = [t for n in names if (t := self.table(n)) is not None]
         return Catalog(db_id=self.db_id, tables=chosen)
 
-    def render(self, names: Iterable[str] | None = None, *, samples: bool = True, brief: bool = False) -> str:
+    def render(
+        self, names: Iterable[str] | None = None, *, samples: bool = True, brief: bool = False, values_only: bool = False
+    ) -> str:
         """``CREATE TABLE`` statements for ``names`` (default: every table), separated by blank lines."""
         tables = self.tables if names is None else self.subset(names).tables
-        return "\n\n".join(t.render(samples=samples, brief=brief) for t in tables)
+        return "\n\n".join(t.render(samples=samples, brief=brief, values_only=values_only) for t in tables)
 
     def with_samples(self, db_path: Path, per_column: int = 3, max_chars: int = 40) -> Catalog:
         """A copy whose columns carry up to ``per_column`` distinct non-null stored values (text shortened)."""

@@ -35,6 +35,11 @@ class DataSource:
     def dialect(self) -> str:
         return self.database.dialect if self.database is not None else "sqlite"
 
+    @cached_property
+    def whole_schema(self) -> str:
+        """Every table, rendered in catalog order under the header: the same text for every question."""
+        return self.with_header(self.catalog.render())
+
     def with_header(self, schemas: str) -> str:
         """Rendered schemas under a line naming the database and its SQL dialect."""
         return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {self.db_id!r}\n\n{schemas}"

@@ -120,7 +120,7 @@ def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
     engine = LlamaCppEngine(
         kwargs.pop("model_path", None),
         n_ctx=int(kwargs.pop("n_ctx", None) or _int_env("TEXT2SQL_N_CTX", DEFAULT_N_CTX)),
-        n_threads=kwargs.pop("n_threads", None) or _int_env("TEXT2SQL_N_THREADS", 0) or None,
+        n_threads=kwargs.pop("n_threads", None),  # None: TEXT2SQL_N_THREADS, else every core (llama_settings)
         prefix_cache=kwargs.pop("prefix_cache", DEFAULT_PREFIX_CACHE),
     )
     return dspy.LM(
@@ -175,12 +175,24 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
     )
 
 
+# Providers whose chat API returns token log-probabilities (Anthropic's does not).
+LOGPROB_PROVIDERS = frozenset({"openai", "hosted_vllm", "together_ai", "fireworks_ai", "deepseek", "xai"})
+
+
+def supports_logprobs(lm: Any) -> bool:
+    """True when ``lm`` returns token log-probabilities: the embedded engine and OpenAI-compatible servers."""
+    if isinstance(getattr(lm, "engine", None), LlamaCppEngine):
+        return True
+    provider = str(getattr(lm, "model", "")).partition("/")[0].lower()
+    return provider in LOGPROB_PROVIDERS
+
+
 def build_lm(model: str | None = None, *, role: Role = "agent", **kwargs: Any) -> dspy.LM:
     """Build the ``dspy.LM`` for ``role``; see the module docstring for the rules.
 
     Extra ``kwargs`` go to ``dspy.LM`` (``temperature``, ``max_tokens``, ``cache``,
     ``num_retries``, ``api_key``, ``api_base``, ...); for the local model also
-    ``n_ctx`` (default ``$TEXT2SQL_N_CTX`` or 8192), ``n_threads`` (default
+    ``n_ctx`` (default ``$TEXT2SQL_N_CTX`` or 12288), ``n_threads`` (default
     ``$TEXT2SQL_N_THREADS`` or ``os.cpu_count()``),
     ``prefix_cache`` and ``model_path``.
     """

@@ -23,7 +23,9 @@ Contract:
   ``dspy.lm15.ContextLengthError`` naming ``n_ctx``, which DSPy surfaces as
   ``dspy.ContextWindowExceededError``; ``dspy.ReAct`` reacts to that error by
   truncating its trajectory and retrying.
-* Requests the local model cannot serve (tools, images, logprobs) raise
+* ``config.logprobs`` (DSPy: ``logprobs=True, top_logprobs=k``) returns token log-probabilities
+  in the Response, recorded while sampling (:mod:`~text2sql_dspy.programs.llm.token_logprobs`).
+* Requests the local model cannot serve (tools, images) raise
   ``dspy.lm15.UnsupportedFeatureError``; other llama.cpp failures raise
   ``dspy.lm15.ServerError`` after resetting the model state.
 """
@@ -31,6 +33,8 @@ Contract:
 from __future__ import annotations
 
 import atexit
+import hashlib
+import os
 import json
 import logging
 import re
@@ -60,6 +64,8 @@ from dspy.lm15 import (
 )
 
 from text2sql_dspy.programs.llm.llama_settings import LlamaSettings, engine_settings, model_params_override
+from text2sql_dspy.programs.llm.prefix_cache import common_prefix
+from text2sql_dspy.programs.llm.token_logprobs import LogprobRecorder
 
 if TYPE_CHECKING:  # pragma: no cover
     import llama_cpp
@@ -83,14 +89,16 @@ logger = logging.getLogger(__name__)
 
 PROVIDER = "local"
 LOCAL_MODEL_NAME = "local/qwen2.5-coder-1.5b"
-DEFAULT_N_CTX = 8192
+DEFAULT_N_CTX = 12288  # room for a whole ~8k-token schema (programs/retrieval/schema_view.py)
 DEFAULT_MAX_TOKENS = 1024
 # Whether the shared instance keeps a LlamaRAMCache of KV states (see
 # benchmarks/bench_engine.py): it lets alternating prompt families (agent and
 # judge) each reuse their own prefix instead of evicting each other's.
 DEFAULT_PREFIX_CACHE = True
-DEFAULT_PREFIX_CACHE_ENTRIES = 4
+DEFAULT_PREFIX_CACHE_ENTRIES = 6
 DEFAULT_PREFIX_CACHE_BYTES = 1 << 30
+DEFAULT_DISK_CACHE_BYTES = 2 << 30
+KV_CACHE_BYTES_ENV = "TEXT2SQL_KV_CACHE_BYTES"
 
 # llama.cpp generation options a caller may pass through Config.extensions.
 _EXTENSION_OPTIONS = frozenset({"repeat_penalty", "min_p", "typical_p", "mirostat_mode", "mirostat_tau", "mirostat_eta"})
@@ -118,44 +126,46 @@ class EngineStats:
         return {**asdict(self), "prefix_hit_ratio": self.prefix_hit_ratio}
 
 
-def _lcp(a: np.ndarray, b: np.ndarray) -> int:
-    """Length of the longest common prefix of two int arrays."""
-    import numpy as np
+def _make_prefix_cache(
+    capacity_bytes: int, max_entries: int, *, model_path: Path | None = None, n_ctx: int = DEFAULT_N_CTX,
+    settings: LlamaSettings | None = None,
+) -> llama_cpp.BaseLlamaCache:
+    """The engine's KV prefix cache: slim states in RAM, and on disk unless ``TEXT2SQL_KV_CACHE_BYTES=0``.
 
-    m = min(len(a), len(b))
-    if m == 0:
-        return 0
-    diff = np.flatnonzero(a[:m] != b[:m])
-    return int(diff[0]) if diff.size else m
-
-
-def _make_prefix_cache(capacity_bytes: int, max_entries: int) -> llama_cpp.BaseLlamaCache:
-    """A ``LlamaRAMCache`` of slim KV states, bounded in bytes and entries.
-
-    ``Llama.save_state`` also copies the logits of up to ``n_batch`` positions
-    (512 x 151,936 floats = 311 MB for this model) although, with
-    ``logits_all=False``, ``load_state`` forces a re-evaluation that recomputes
-    them. Keeping one row (``load_state`` broadcasts it) cuts each entry to the
-    KV bytes (~28 KB/token) and makes a load ~50 ms instead of 0.15-2.5 s.
+    See :mod:`~text2sql_dspy.programs.llm.prefix_cache`. The disk folder is keyed by the model
+    file, llama-cpp-python's version and the settings that shape a KV state.
     """
+    from text2sql_dspy.programs.llm.prefix_cache import DiskPrefixStore, PrefixCache
+
+    disk = None
+    disk_bytes = _disk_cache_bytes()
+    if model_path is not None and disk_bytes > 0:
+        disk = DiskPrefixStore(_disk_cache_folder(model_path, n_ctx, settings), n_ctx=n_ctx, capacity_bytes=disk_bytes)
+    return PrefixCache(capacity_bytes, max_entries, disk)
+
+
+def _disk_cache_bytes() -> int:
+    value = os.environ.get(KV_CACHE_BYTES_ENV, "").strip()
+    if not value:
+        return DEFAULT_DISK_CACHE_BYTES
+    try:
+        return max(0, int(float(value)))
+    except ValueError:
+        from text2sql_dspy.programs.errors import ConfigurationError
+
+        raise ConfigurationError(f"{KV_CACHE_BYTES_ENV}={value!r} must be a number of bytes (0 turns the disk cache off).") from None
+
+
+def _disk_cache_folder(model_path: Path, n_ctx: int, settings: LlamaSettings | None) -> Path:
     import llama_cpp
 
-    class _SlimRAMCache(llama_cpp.LlamaRAMCache):
-        @property
-        def cache_size(self) -> int:
-            return sum(
-                s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values()
-            )
+    from text2sql_dspy.programs.llm.model_files import default_cache_dir
 
-        def __setitem__(self, key: Sequence[int], value: Any) -> None:
-            scores = getattr(value, "scores", None)
-            if scores is not None and getattr(scores, "ndim", 0) == 2 and scores.shape[0] > 1:
-                value.scores = scores[-1:].copy()
-            super().__setitem__(key, value)
-            while len(self.cache_state) > max_entries:
-                self.cache_state.popitem(last=False)
-
-    return _SlimRAMCache(capacity_bytes=capacity_bytes)
+    stat = model_path.stat()
+    shape = f"{model_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{llama_cpp.__version__}:{n_ctx}"
+    if settings is not None:
+        shape += f":{settings.use_extra_bufts}:{settings.flash_attn}:{settings.type_kv}"
+    return default_cache_dir() / "kv" / hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
 class SharedLlama:
@@ -188,13 +198,16 @@ class SharedLlama:
         self.stats.load_seconds = time.perf_counter() - start
         self.prefix_cache = prefix_cache
         if prefix_cache:
-            self.llm.set_cache(_make_prefix_cache(prefix_cache_bytes, prefix_cache_entries))
+            self.llm.set_cache(self._prefix_cache(prefix_cache_bytes, prefix_cache_entries))
+
+    def _prefix_cache(self, capacity_bytes: int, entries: int) -> llama_cpp.BaseLlamaCache:
+        return _make_prefix_cache(capacity_bytes, entries, model_path=self.model_path, n_ctx=self.n_ctx, settings=self.settings)
 
     def _served_prefix(self, before: list[np.ndarray], prompt_ids: np.ndarray) -> int:
         n_prompt = len(prompt_ids)
         if n_prompt == 0:
             return 0
-        best = max((_lcp(ids, prompt_ids) for ids in before), default=0)
+        best = max((common_prefix(ids, prompt_ids) for ids in before), default=0)
         # llama.cpp re-evaluates the last prompt token to refresh the logits.
         return min(best, n_prompt - 1)
 
@@ -206,6 +219,9 @@ class SharedLlama:
         cache = getattr(self.llm, "cache", None)
         for key in list(getattr(cache, "cache_state", {}).keys()):
             states.append(np.asarray(key, dtype=states[0].dtype))
+        disk = getattr(cache, "disk", None)
+        if disk is not None:
+            states.extend(disk.index.values())
         return states
 
     def chat(self, messages: list[dict[str, str]], **options: Any) -> tuple[dict[str, Any], int]:
@@ -240,6 +256,10 @@ class SharedLlama:
             self.stats.seconds += time.perf_counter() - start
             return result, cached
 
+    def piece(self, token: int) -> str:
+        """The text of one token (bytes that are not valid UTF-8 on their own are replaced)."""
+        return self.llm.detokenize([token]).decode("utf-8", errors="replace")
+
     def tokenize(self, text: str) -> list[int]:
         with self.lock:
             return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
@@ -262,7 +282,7 @@ class SharedLlama:
             if not enabled:
                 self.llm.set_cache(None)
             elif slim:
-                self.llm.set_cache(_make_prefix_cache(capacity_bytes, entries))
+                self.llm.set_cache(self._prefix_cache(capacity_bytes, entries))
             else:
                 self.llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=capacity_bytes))
 
@@ -390,7 +410,7 @@ class LlamaCppEngine:
     supports_response_schema = True
     supported_params = frozenset(
         {"temperature", "max_tokens", "top_p", "top_k", "stop", "seed", "response_format",
-         "frequency_penalty", "presence_penalty"}
+         "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs"}
     )
 
     def __init__(
@@ -442,8 +462,6 @@ class LlamaCppEngine:
                 provider=PROVIDER,
             )
         config = request.config
-        if config.logprobs is not None:
-            raise UnsupportedFeatureError("The local llama.cpp engine does not return logprobs.", provider=PROVIDER)
         messages = request_to_messages(request)
         options: dict[str, Any] = {
             "temperature": 0.0 if config.temperature is None else float(config.temperature),
@@ -470,11 +488,19 @@ class LlamaCppEngine:
             else:
                 logger.debug("LlamaCppEngine ignores unsupported option %r", key)
 
-        result, cached = self.load().chat(messages, **options)
+        shared = self.load()
+        recorder = None
+        if config.logprobs is not None:
+            import llama_cpp
+
+            recorder = LogprobRecorder(config.logprobs, shared.piece)
+            options["logits_processor"] = llama_cpp.LogitsProcessorList([recorder])
+        result, cached = shared.chat(messages, **options)
         choice = (result.get("choices") or [{}])[0]
         text = (choice.get("message") or {}).get("content") or ""
         usage = result.get("usage") or {}
         return Response(
+            logprobs=recorder.token_logprobs(text, greedy=options["temperature"] == 0.0) if recorder else None,
             id=result.get("id") or None,
             model=request.model,
             message=Message.assistant([TextPart(text)]),

@@ -62,17 +62,21 @@ class LlamaSettings:
     flash_attn: bool = False
     n_batch: int = 512
     n_ubatch: int = 512
+    type_kv: int | None = None  # GGML type of the KV cache (None: llama.cpp's f16; 8: q8_0, needs flash_attn)
     reason: str = "default"
 
     def llama_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``llama_cpp.Llama`` (``use_extra_bufts`` goes through :func:`model_params_override`)."""
-        return {
+        kwargs: dict[str, Any] = {
             "n_threads": self.n_threads,
             "n_threads_batch": self.n_threads,
             "n_batch": self.n_batch,
             "n_ubatch": self.n_ubatch,
             "flash_attn": self.flash_attn,
         }
+        if self.type_kv is not None:
+            kwargs.update(type_k=self.type_kv, type_v=self.type_kv)
+        return kwargs
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:

@@ -1,0 +1,62 @@
+"""One drafting call: the SQL alone, and its confidence from the model's own token probabilities.
+
+Every program drafts through :func:`draft_sql`, so they all read a reply, cap its length and
+score its confidence the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dspy
+
+from text2sql_dspy.programs.agents.recovery import predict_or_error
+from text2sql_dspy.programs.db.validator import clean_sql
+from text2sql_dspy.programs.llm.factory import supports_logprobs
+from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
+
+__all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql", "logprob_config"]
+
+# A cap that cuts run-on replies, not answers: the longest gold query in Spider dev and the
+# bundled data is ~130 tokens, and a drafted reply adds ~12 tokens of field markers.
+DRAFT_MAX_TOKENS = 320
+NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropic)
+TOP_LOGPROBS = 5
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A drafted query (cleaned), its confidence in [0, 1], and why drafting failed, if it did."""
+
+    sql: str
+    confidence: float
+    error: str | None = None
+
+
+def logprob_config(lm: Any, **config: Any) -> dict[str, Any]:
+    """LM call options: ``config`` plus token log-probabilities where ``lm`` can return them."""
+    if supports_logprobs(lm):
+        config.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    return config
+
+
+def draft_sql(
+    predictor: dspy.Predict, lm: Any, *, temperature: float | None = None, seed: int | None = None, **inputs: Any
+) -> Draft:
+    """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
+
+    Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
+    cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
+    token log-probabilities, else :data:`NEUTRAL_CONFIDENCE`.
+    """
+    config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS)
+    if temperature is not None:
+        config.update(temperature=temperature, seed=seed, rollout_id=seed)
+    with dspy.context(lm=lm):
+        pred, error = predict_or_error(predictor, config=config, **inputs)
+    if pred is None:
+        return Draft("", 0.0, error)
+    sql = clean_sql(str(pred.get("sql") or ""))
+    confidence = mean_token_probability(field_tokens(reply_tokens(pred.get("logprobs")), "sql"))
+    return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL")
