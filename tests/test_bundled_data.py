@@ -9,14 +9,20 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlglot
 import yaml
+from sqlglot import exp
+from sqlglot.optimizer import optimize
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO / "schemas" / "saas"
 DATA_DIR = REPO / "data"
 SPLITS = {"train": 100, "dev": 50, "test": 50}
 BIG_TABLES = ["login_attempts", "audit_events", "sessions", "api_requests", "invoices", "users"]
-SEED_QUESTION = "Find the top 10 users by failed login attempts who have never been blocked"
+SEED_QUESTION = (
+    "Find the top 10 users by failed login attempts who have never been blocked. "
+    "Show each user's name, email and number of failed attempts."
+)
 
 
 def _load_builder():
@@ -28,6 +34,17 @@ def _load_builder():
 
 
 builder = _load_builder()
+
+
+def _load_auditor():
+    spec = importlib.util.spec_from_file_location("saas_audit_questions", DATA_DIR / "audit_questions.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+auditor = _load_auditor()
 
 
 @pytest.fixture(scope="module")
@@ -256,3 +273,72 @@ def test_every_gold_query_returns_rows(conn: sqlite3.Connection) -> None:
             if not rows:
                 failures.append(f"{name}[{i}] {r['question']!r}: empty result")
     assert not failures, f"{len(failures)} failing gold queries:\n" + "\n".join(failures)
+
+
+def _records() -> list[tuple[str, int, dict]]:
+    return [(name, i, r) for name in SPLITS for i, r in enumerate(_split(name))]
+
+
+def _tree(record: dict) -> exp.Expression:
+    return sqlglot.parse_one(record["query"], read="sqlite")
+
+
+def test_no_two_test_gold_queries_are_the_same_query(conn: sqlite3.Connection) -> None:
+    """Compared after sqlglot's optimizer: aliases, quoting and predicate order do not hide a duplicate."""
+    schema = {
+        t: {r[1]: r[2] for r in conn.execute(f'PRAGMA table_info("{t}")')}
+        for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    }
+    seen: dict[str, int] = {}
+    duplicates = []
+    for i, r in enumerate(_split("test")):
+        canonical = optimize(_tree(r), schema=schema, dialect="sqlite").sql(dialect="sqlite")
+        if canonical in seen:
+            duplicates.append(f"test[{i}] repeats test[{seen[canonical]}]: {r['query']}")
+        seen[canonical] = i
+    assert not duplicates, "\n".join(duplicates)
+
+
+def test_case_labels_in_the_answer_are_named_by_the_question() -> None:
+    """A CASE that labels output rows ('on', 'later', '2xx') only scores if the question gives the labels."""
+    missing = []
+    for name, i, r in _records():
+        for _, expression in auditor.output_columns(_tree(r)):
+            for case in expression.find_all(exp.Case):
+                labels = [c.args["true"] for c in case.args.get("ifs", [])] + [case.args.get("default")]
+                for label in labels:
+                    if isinstance(label, exp.Literal) and label.is_string and label.this.lower() not in r["question"].lower():
+                        missing.append(f"{name}[{i}] label {label.this!r}: {r['question']}")
+    assert not missing, "\n".join(missing)
+
+
+def test_rounded_answers_say_so() -> None:
+    """An output column the gold query rounds is only matched if the question asks for that rounding."""
+    missing = []
+    for name, i, r in _records():
+        rounded = any(e.find(exp.Round) is not None for _, e in auditor.output_columns(_tree(r)))
+        if rounded and "round" not in r["question"].lower():
+            missing.append(f"{name}[{i}] {r['question']}")
+    assert not missing, "\n".join(missing)
+
+
+def test_ordered_gold_queries_are_ranked_or_say_their_order() -> None:
+    """Execution match compares rows in order when the gold query ends in ORDER BY: without a LIMIT,
+    the question must ask for that order ("... first")."""
+    unasked = []
+    for name, i, r in _records():
+        tree = _tree(r)
+        if tree.args.get("order") is not None and tree.args.get("limit") is None:
+            if " first" not in r["question"].lower():
+                unasked.append(f"{name}[{i}] {r['question']}")
+    assert not unasked, "\n".join(unasked)
+
+
+def test_no_limit_cuts_through_a_tie(conn: sqlite3.Connection) -> None:
+    """A top-N gold query must not pick among rows tied on its first ORDER BY key at the cut-off."""
+    cut = []
+    for name, i, r in _records():
+        tree = _tree(r)
+        if tree.args.get("limit") is not None and "ties at the LIMIT cut-off" in auditor.tie_flags(conn, tree):
+            cut.append(f"{name}[{i}] {r['question']}")
+    assert not cut, "\n".join(cut)
