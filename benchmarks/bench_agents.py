@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import evaluate  # noqa: E402
+from text2sql_dspy.optimize import evaluation  # noqa: E402
 from text2sql_dspy.optimize.report import summarize  # noqa: E402
 from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split  # noqa: E402
 
@@ -48,13 +48,13 @@ def main() -> int:
     programs = args.programs.split(",")
     for label, folder in datasets:
         out = Path(args.out) / label.replace(" ", "-")
-        code = evaluate.main([
+        code = evaluation.main([
             "--data", str(folder), "--split", "dev", "--limit", str(args.n), "--retrieval", args.retrieval,
             "--out", str(out), *[flag for p in programs for flag in ("--program", p)],
         ])
         if code != 0:
             return code
-        records = evaluate.load_records(out / "records.jsonl")
+        records = evaluation.load_records(out / "records.jsonl")
         n = len(load_split(folder, "dev", limit=args.n))
         summaries = {p: summarize([records[(p, i)] for i in range(n) if (p, i) in records]) for p in programs}
         print_table(f"{label}: first {n} questions", summaries)

@@ -1,80 +1,8 @@
-"""``python -m optimize``: compile a program with a DSPy optimizer and save it for ``--program PATH``.
+"""``python -m optimize ...`` from the repository root: the same as ``text2sql compile ...``."""
 
-    python -m optimize --program v2 --optimizer bootstrap --metric judge+execution \\
-        --data data --train-split train --dev-split dev --out compiled/v2-bootstrap.json
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
 import sys
-from collections.abc import Sequence
 
-from text2sql_dspy.programs.cli import positive_int, run_command
-from text2sql_dspy.programs.dataset import BUNDLED_DATA
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from text2sql_dspy.optimize.compile import OPTIMIZERS, Budget
-    from text2sql_dspy.optimize.metrics import SCORERS
-
-    defaults = Budget()
-    parser = argparse.ArgumentParser(prog="python -m optimize", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--program", required=True, choices=["baseline", "v1", "v2"], help="program to compile")
-    parser.add_argument("--optimizer", required=True, choices=OPTIMIZERS)
-    parser.add_argument(
-        "--metric", default="judge+execution",
-        help=f"metric: {', '.join(SCORERS)}, or several joined by '+' (default: judge+execution)",
-    )
-    parser.add_argument("--data", default=str(BUNDLED_DATA), help="Spider-format folder (default: the bundled data/)")
-    parser.add_argument("--train-split", default="train")
-    parser.add_argument("--dev-split", default="dev")
-    parser.add_argument("--out", required=True, help="where to save the compiled program (.json); a .meta.json goes beside it")
-    budget = parser.add_argument_group("budget (every trial is a full program run)")
-    budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
-    budget.add_argument("--dev-limit", type=positive_int, default=defaults.dev_limit, help="dev examples scored before and after")
-    budget.add_argument("--max-demos", type=int, default=defaults.max_demos, help="bootstrapped demos per predictor")
-    budget.add_argument(
-        "--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
-        help="demos per predictor in all: the bootstrapped ones, then gold-SQL demos for the drafting step (0: none)",
-    )
-    budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
-    budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
-    budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="GEPA metric calls")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threshold", type=float, default=0.7, help="score that counts as success when bootstrapping")
-    parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
-    parser.add_argument("--judge-model", help="judge LM, for the metric and V2 (default: TEXT2SQL_JUDGE_MODEL / LLM_JUDGE_MODEL)")
-    parser.add_argument("--reflection-model", help="LM that proposes instructions for MIPROv2 and GEPA (default: the agent's)")
-    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    parser.add_argument("--top-k", type=positive_int, default=5)
-    parser.add_argument("--threads", type=positive_int, default=1, help="parallel program runs (1 for the local model)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(_compile, build_parser().parse_args(argv))
-
-
-def _compile(args: argparse.Namespace) -> int:
-    from text2sql_dspy.optimize.compile import Budget, CompileConfig, compile_program
-
-    budget = Budget(
-        train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,
-        max_labeled_demos=args.max_labeled_demos, num_trials=args.num_trials, num_candidates=args.num_candidates, max_metric_calls=args.max_metric_calls,
-    )
-    config = CompileConfig(
-        program=args.program, optimizer=args.optimizer, metric=args.metric, data=args.data, out=args.out,
-        train_split=args.train_split, dev_split=args.dev_split, budget=budget, seed=args.seed,
-        threshold=args.threshold, model=args.model, judge_model=args.judge_model,
-        reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k, threads=args.threads,
-    )
-    meta = compile_program(config)
-    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "demos", "dev_before", "dev_after", "seconds")}, indent=2))
-    print(f"saved {args.out}; use it with --program {args.out}")
-    return 0
-
+from text2sql_dspy.optimize.compile_command import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m optimize"))

@@ -1,6 +1,6 @@
-"""Summaries, reliability statistics and plots for ``evaluate.py``.
+"""Summaries, reliability statistics and plots for ``text2sql evaluate`` (:mod:`text2sql_dspy.optimize.evaluation`).
 
-A record is one answered question (see ``evaluate.answer_one``); a summary is one program's
+A record is one answered question (see ``evaluation.answer_one``); a summary is one program's
 figures. Judge reliability compares ``judge_score`` with execution correctness; calibration
 compares ``confidence`` with it (expected calibration error, 10 equal-width bins).
 """

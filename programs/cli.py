@@ -1,9 +1,10 @@
-"""The ``text2sql`` command.
+"""The ``text2sql`` command: ``ask``, ``compile`` and ``evaluate``.
 
 ``text2sql ask "question" [--db PATH] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
-[--trace] [--execute]`` prints the SQL, its confidence and the judge's score. A user's mistake
-(empty question, missing database, bad model string, missing API key) exits 2 with one line
-that names the fix, never a traceback.
+[--trace] [--execute]`` prints the SQL, its confidence and the judge's score. ``text2sql compile``
+(also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
+:mod:`text2sql_dspy.optimize`. A user's mistake (empty question, missing database, bad model
+string, missing API key) exits 2 with one line that names the fix, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from text2sql_dspy.programs.errors import Text2SQLError
 
@@ -29,10 +31,45 @@ def positive_int(text: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class Command:
+    """A ``text2sql`` subcommand; :meth:`main` also runs it as a script of its own."""
+
+    name: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+    def main(self, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+        parser = argparse.ArgumentParser(prog=prog, description=self.description)
+        self.add_arguments(parser)
+        return run_command(self.run, parser.parse_args(argv))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="text2sql", description="Turn a question into safe, validated SQL.")
     sub = parser.add_subparsers(dest="command", required=True)
-    ask = sub.add_parser("ask", help="answer one question")
+    for command in commands():
+        command_parser = sub.add_parser(command.name, help=command.description, description=command.description)
+        command.add_arguments(command_parser)
+        command_parser.set_defaults(run=command.run)
+    return parser
+
+
+def commands() -> list[Command]:
+    """Every subcommand, in the order ``--help`` lists them."""
+    from text2sql_dspy.optimize.compile_command import COMPILE  # imported here: they import this module
+    from text2sql_dspy.optimize.evaluation import EVALUATE
+
+    return [ASK, COMPILE, EVALUATE]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_command(args.run, args)
+
+
+def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("question")
     ask.add_argument("--db", help="SQLite file to query (default: the bundled demo database)")
     ask.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
@@ -45,11 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--execute", action="store_true", help="run the query read-only and show the first rows")
     ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(ask, build_parser().parse_args(argv))
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -115,6 +147,9 @@ def print_rows(outcome) -> None:  # noqa: ANN001 - QueryResult, imported lazily
         print(" | ".join("NULL" if v is None else str(v) for v in row))
     if outcome.truncated:
         print(f"... (first {len(outcome.rows)} rows)")
+
+
+ASK = Command("ask", "answer one question", add_ask_arguments, ask)
 
 
 if __name__ == "__main__":

@@ -4,45 +4,68 @@ A Spider-format folder holds ``<split>.json`` files of ``{"db_id", "question", "
 and ``database/<db_id>/<db_id>.sqlite``. The bundled ``data/`` folder and a Spider or BIRD
 download load the same way. Each example has inputs ``question`` and ``db_id``, plus ``db_path``
 (resolved, absolute) and ``gold_sql``.
+
+The bundled dataset ships inside the package as ``text2sql_dspy.data`` (the repository's
+``data/``), with its schema files beside it in ``schemas/``. Its SQLite database is built on
+first use into the user cache directory, never into the package, which may be read-only.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
 import dspy
 
+from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_DATA = REPO_ROOT / "data"
-BUNDLED_SCHEMAS = REPO_ROOT / "schemas"
+BUNDLED_DATA = Path(str(files("text2sql_dspy.data")))
+BUNDLED_SCHEMAS = BUNDLED_DATA.parent / "schemas"  # the same layout in a checkout and in site-packages
 BUNDLED_DB_ID = "saas"
 HUB_SPIDER = "xlangai/spider"
 
 
 def database_path(data_dir: Path, db_id: str) -> Path:
-    """Where a Spider-format folder keeps ``db_id``'s SQLite file (building the bundled one if absent)."""
+    """Where a Spider-format folder keeps ``db_id``'s SQLite file (the bundled one is built if absent)."""
+    if db_id == BUNDLED_DB_ID and Path(data_dir).resolve() == BUNDLED_DATA.resolve():
+        return ensure_bundled_database()
     path = Path(data_dir) / "database" / db_id / f"{db_id}.sqlite"
-    if not path.is_file() and db_id == BUNDLED_DB_ID and Path(data_dir).resolve() == BUNDLED_DATA:
-        ensure_bundled_database()
     if not path.is_file():
         raise DatabaseError(f"database for db_id {db_id!r} not found at {path}.")
     return path.resolve()
 
 
 def ensure_bundled_database() -> Path:
-    """Build ``data/database/saas/saas.sqlite`` from ``schemas/saas`` if it is not there yet."""
-    target = BUNDLED_DATA / "database" / BUNDLED_DB_ID / f"{BUNDLED_DB_ID}.sqlite"
+    """The bundled ``saas`` SQLite file, built from ``schemas/saas`` into the cache dir on first use."""
+    from text2sql_dspy.data.build_database import build_database
+
+    target = bundled_database_file()
     if target.is_file():
         return target
-    spec = importlib.util.spec_from_file_location("build_database", BUNDLED_DATA / "build_database.py")
-    if spec is None or spec.loader is None:
-        raise DatabaseError(f"cannot find the database builder {BUNDLED_DATA / 'build_database.py'}.")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Path(module.build_database(target))
+    try:
+        return Path(build_database(target, schema_dir=BUNDLED_SCHEMAS / BUNDLED_DB_ID)).resolve()
+    except OSError as exc:
+        raise DatabaseError(
+            f"cannot build the bundled database at {target}: {exc}. Fix: set TEXT2SQL_CACHE to a writable directory."
+        ) from exc
+
+
+def bundled_database_file() -> Path:
+    """``<cache dir>/databases/saas-<digest>/saas.sqlite``, where the bundled database is built."""
+    folder = f"{BUNDLED_DB_ID}-{_bundled_sources_digest()}"
+    return (default_cache_dir() / "databases" / folder / f"{BUNDLED_DB_ID}.sqlite").resolve()
+
+
+@cache
+def _bundled_sources_digest() -> str:
+    """A digest of the builder and the schema files: an edited schema or a new release gets a fresh database."""
+    digest = hashlib.sha256()
+    for source in [BUNDLED_DATA / "build_database.py", *sorted((BUNDLED_SCHEMAS / BUNDLED_DB_ID).glob("*.yaml"))]:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def load_split(data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limit: int | None = None) -> list[dspy.Example]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from text2sql_dspy.optimize import compile_command, evaluation
 from text2sql_dspy.programs.cli import EXIT_USER_ERROR, main
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -51,6 +56,9 @@ def test_corrupt_database_is_a_user_error(capsys: pytest.CaptureFixture[str], tm
     [
         ("cli", ["ask", "How many users?", "--rows", "-1"], "must be at least 1, got -1"),
         ("cli", ["ask", "How many users?", "--top-k", "0"], "must be at least 1, got 0"),
+        ("cli", ["evaluate", "--limit", "0"], "must be at least 1, got 0"),
+        ("cli", ["compile", "--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--dev-limit", "0"],
+         "must be at least 1, got 0"),
         ("evaluate", ["--limit", "0"], "must be at least 1, got 0"),
         ("evaluate", ["--threads", "two"], "'two' is not a whole number"),
         ("optimize", ["--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--train-limit", "-3"],
@@ -60,10 +68,25 @@ def test_corrupt_database_is_a_user_error(capsys: pytest.CaptureFixture[str], tm
 def test_counts_below_one_are_refused_before_any_work(
     capsys: pytest.CaptureFixture[str], entry: str, argv: list[str], needle: str
 ) -> None:
-    import evaluate
-    from text2sql_dspy.optimize.__main__ import main as optimize_main
-
-    run = {"cli": main, "evaluate": evaluate.main, "optimize": optimize_main}[entry]
+    run = {"cli": main, "evaluate": evaluation.main, "optimize": compile_command.main}[entry]
     with pytest.raises(SystemExit) as exited:
         run(argv)
     assert exited.value.code == EXIT_USER_ERROR and needle in capsys.readouterr().err
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    assert "{ask,compile,evaluate}" in out
+
+
+@pytest.mark.parametrize(
+    ("script", "usage"),
+    [(["evaluate.py"], "usage: evaluate.py [-h] [--data DATA]"), (["-m", "optimize"], "usage: python -m optimize [-h]")],
+)
+def test_repository_scripts_still_run_from_the_root(script: list[str], usage: str) -> None:
+    done = subprocess.run([sys.executable, *script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(usage)

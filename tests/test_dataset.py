@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs import dataset
+from text2sql_dspy.programs.dataset import BUNDLED_DATA, database_path, ensure_bundled_database, load_split
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
 
@@ -42,3 +46,40 @@ def test_unknown_split_and_missing_database_are_clear_errors(tmp_path: Path, tin
         load_split(folder, "test")
     with pytest.raises(DatabaseError, match="ghost"):
         load_split(folder, "dev")
+
+
+@pytest.fixture
+def fresh_digest() -> Iterator[None]:
+    """Forget the cached digest of the bundled sources before and after the test."""
+    dataset._bundled_sources_digest.cache_clear()
+    yield
+    dataset._bundled_sources_digest.cache_clear()
+
+
+def test_bundled_database_is_built_into_the_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))
+    built = ensure_bundled_database()
+    assert built.is_relative_to(tmp_path / "cache") and built.name == "saas.sqlite"
+    assert database_path(BUNDLED_DATA, "saas") == built  # the bundled folder's database is the cached one
+    with closing(sqlite3.connect(built)) as conn:
+        assert conn.execute("SELECT count(*) FROM users").fetchone()[0] > 0
+
+
+def test_an_edited_schema_gets_its_own_database_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_digest: None) -> None:
+    before = dataset.bundled_database_file()
+    schemas = tmp_path / "schemas"
+    shutil.copytree(dataset.BUNDLED_SCHEMAS, schemas)
+    users = schemas / "saas" / "users.yaml"
+    users.write_text(users.read_text() + "\n# edited\n")
+    monkeypatch.setattr(dataset, "BUNDLED_SCHEMAS", schemas)
+    dataset._bundled_sources_digest.cache_clear()
+    after = dataset.bundled_database_file()
+    assert after != before and after.parent.parent == before.parent.parent
+
+
+def test_an_unwritable_cache_dir_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("TEXT2SQL_CACHE", str(blocker / "cache"))
+    with pytest.raises(DatabaseError, match="set TEXT2SQL_CACHE to a writable directory"):
+        ensure_bundled_database()

@@ -1,4 +1,4 @@
-"""evaluate.py end to end with scripted replies: scoring, reports, a failing question, resuming."""
+"""``text2sql evaluate`` (``python evaluate.py``) end to end with scripted replies: scoring, reports, a failing question, resuming."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import dspy
 from dspy.utils.dummies import DummyLM
 
-import evaluate
+from text2sql_dspy.optimize import evaluation
 from tests.tiny_db import write_spider_folder
 
 QUESTIONS = [
@@ -34,7 +34,7 @@ def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_d
         draft("SELECT id, email FROM users"),  # executes, right rows with an extra column: wrong, relaxed right
     ]
     with dspy.context(lm=DummyLM(answers)):
-        code = evaluate.main(["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)])
+        code = evaluation.main(["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)])
     assert code == 0
     results = json.loads((out / "results.json").read_text())
     summary = results["programs"]["baseline"]
@@ -51,7 +51,7 @@ def test_rerun_with_the_same_out_resumes_without_new_calls(tmp_path: Path, tiny_
     data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
     argv = ["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)]
     with dspy.context(lm=DummyLM([draft(sql) for _, sql in QUESTIONS])):
-        assert evaluate.main([*argv, "--limit", "2"]) == 0
+        assert evaluation.main([*argv, "--limit", "2"]) == 0
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == 2
     old = [json.loads(line) for line in lines]  # as written before records had the relaxed match
@@ -59,7 +59,7 @@ def test_rerun_with_the_same_out_resumes_without_new_calls(tmp_path: Path, tiny_
         del record["correct_relaxed"]
     (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
     with dspy.context(lm=DummyLM([draft(QUESTIONS[2][1])])):  # only the third question is left to answer
-        assert evaluate.main(argv) == 0
+        assert evaluation.main(argv) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["programs"]["baseline"]["correct"] == 3
     assert results["programs"]["baseline"]["relaxed_accuracy"] == 1.0  # filled in without a model call
@@ -69,14 +69,14 @@ def test_a_different_dataset_cannot_be_mixed_into_a_run(tmp_path: Path, tiny_db:
     data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
     (out).mkdir()
     (out / "run.json").write_text(json.dumps({"data": "/elsewhere", "split": "test"}))
-    code = evaluate.main(["--data", str(data), "--out", str(out)])
+    code = evaluation.main(["--data", str(data), "--out", str(out)])
     assert code == 2 and "use another --out" in capsys.readouterr().err
 
 
 def test_records_keep_the_agents_tool_path(tmp_path: Path, tiny_db: Path) -> None:
     data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
     with dspy.context(lm=DummyLM([draft(QUESTIONS[0][1])])):
-        assert evaluate.main(["--data", str(data), "--program", "v1", "--retrieval", "keyword", "--limit", "1",
+        assert evaluation.main(["--data", str(data), "--program", "v1", "--retrieval", "keyword", "--limit", "1",
                               "--out", str(out)]) == 0
     record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
     assert record["tools"] == ["validate_sql", "submit_answer"] and record["steps"] == 2 and record["correct"]

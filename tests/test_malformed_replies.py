@@ -1,5 +1,5 @@
 """Malformed model replies (recorded raw text through DummyLM) and failing judges never crash V1, V2 or
-evaluate.py's answer_one: each ends in an answer, an observation the agent can act on, or a recorded reason."""
+the evaluation's answer_one: each ends in an answer, an observation the agent can act on, or a recorded reason."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-import evaluate
+from text2sql_dspy.optimize import evaluation
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from tests.test_agents import BAD_SQL, GOOD_SQL, draft, step, tools_used, verdict
@@ -107,7 +107,7 @@ def test_answer_one_records_a_malformed_reply_without_an_error(
 ) -> None:
     program = build(spec, tiny_db, tiny_schemas, [reply] * 6)
     example = dspy.Example(question="How many users are suspended?", db_id="tiny", db_path=str(tiny_db), gold_sql=GOOD_SQL)
-    record = evaluate.answer_one(program, spec, 0, example)
+    record = evaluation.answer_one(program, spec, 0, example)
     assert "error" not in record, record.get("error")  # the program itself coped; answer_one's net was not needed
     assert "malformed model reply" in (record.get("fallback_reason") or "")
     assert record["correct"] is False and record["query"] == ""

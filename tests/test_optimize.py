@@ -10,7 +10,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from text2sql_dspy.optimize.__main__ import main as optimize_main
+from text2sql_dspy.optimize.compile_command import main as optimize_main
 from text2sql_dspy.optimize.demos import keep_tables, tables_used
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward

@@ -5,7 +5,8 @@
     print(agent.run("How many users are blocked right now?")["query"])
 
 The repository's ``programs/``, ``signatures/`` and ``optimize/`` folders install as
-``text2sql_dspy.programs``, ``text2sql_dspy.signatures`` and ``text2sql_dspy.optimize``.
+``text2sql_dspy.programs``, ``text2sql_dspy.signatures`` and ``text2sql_dspy.optimize``; the bundled
+dataset's ``data/`` and ``schemas/`` as ``text2sql_dspy.data`` and ``text2sql_dspy/schemas``.
 """
 
 from text2sql_dspy.programs.agents.baseline import Baseline

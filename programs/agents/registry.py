@@ -20,7 +20,7 @@ def metadata_path(compiled: Path) -> Path:
 
 
 def make_program(spec: str, **options: Any) -> Text2SQLProgram:
-    """Build ``spec``: a program name, or a compiled ``.json`` saved by ``python -m optimize``.
+    """Build ``spec``: a program name, or a compiled ``.json`` saved by ``text2sql compile``.
 
     Options are constructor arguments; ``judge_model_id``/``judge_lm``/``max_judge_calls`` are
     dropped for programs without a judge.
@@ -29,7 +29,7 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
     kind = spec.lower()
     if path.suffix == ".json":
         if not path.is_file():
-            raise ConfigurationError(f"compiled program not found: {path}. Compile one with `python -m optimize`.")
+            raise ConfigurationError(f"compiled program not found: {path}. Compile one with `text2sql compile`.")
         meta_file = metadata_path(path)
         try:
             kind = json.loads(meta_file.read_text())["program"]

@@ -27,11 +27,11 @@ import importlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.errors import ModelFilesError
 
 __all__ = [
@@ -53,20 +53,6 @@ PART_VERSION = "0.2.0"
 _CHUNK = 8 * 1024 * 1024
 _MARKER_SUFFIX = ".sha256"
 _LOCK_SUFFIX = ".lock"
-
-
-def default_cache_dir() -> Path:
-    """``$TEXT2SQL_CACHE`` or the platform user cache dir joined with ``text2sql-dspy``."""
-    override = os.environ.get("TEXT2SQL_CACHE")
-    if override:
-        return Path(override).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "text2sql-dspy"
 
 
 def part_paths() -> list[Path]:

@@ -1,0 +1,172 @@
+"""Evaluate programs side by side on a held-out Spider-format split: ``text2sql evaluate``.
+
+    text2sql evaluate --split test --program baseline --program v2 --out runs/test
+    python evaluate.py --data data --split test --program baseline --program v2 --out runs/test
+
+Every program answers the same questions. Per program it reports execution accuracy, valid-SQL
+rate, judge reliability against execution (agreement, Cohen's kappa, ROC AUC), confidence
+calibration (ECE), latency, LM calls, tokens and cost, and the seeds' agent metrics. It writes
+``results.json``, ``report.md`` and PNG plots to ``--out``. Records are appended to
+``records.jsonl`` as they finish, so Ctrl-C keeps what is done and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from text2sql_dspy.programs.cli import Command, positive_int
+from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.errors import Text2SQLError
+
+DEFAULT_OUT = Path("runs") / "latest"
+DEFAULT_PROGRAM = "v2"  # the same default as `text2sql ask`
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``text2sql evaluate`` and ``python evaluate.py``."""
+    parser.add_argument("--data", default=str(BUNDLED_DATA), help="Spider-format folder (default: the bundled data/)")
+    parser.add_argument("--split", default="test", help="split file to evaluate, <data>/<split>.json (default: test)")
+    parser.add_argument(
+        "--program", action="append", dest="programs",
+        help=f"baseline, v1, v2 or a compiled .json; repeat to compare (default: {DEFAULT_PROGRAM})",
+    )
+    parser.add_argument("--limit", type=positive_int, help="only the first N questions")
+    parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
+    parser.add_argument("--judge-model", help="judge LM for v2 (default: TEXT2SQL_JUDGE_MODEL, else the agent's)")
+    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
+    parser.add_argument("--top-k", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    from text2sql_dspy.optimize.report import summarize, write_report
+    from text2sql_dspy.programs.llm.llama_engine import clear_shared_caches
+
+    programs = args.programs or [DEFAULT_PROGRAM]
+    examples = load_split(args.data, args.split, limit=args.limit)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records_file = out / "records.jsonl"
+    _check_resumable(out, {"data": str(Path(args.data).resolve()), "split": args.split})
+    done = load_records(records_file)
+    _backfill_relaxed(done, examples)
+    print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
+    for spec in programs:
+        todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
+        if not todo:
+            continue
+        program = _build(spec, args)
+        clear_shared_caches()  # no program may reuse the KV cache another one warmed
+        try:
+            for record in _answer_all(program, spec, todo, args.threads):
+                done[(spec, record["index"])] = record
+                with records_file.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(record, default=str) + "\n")
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: {sum(1 for k in done if k[0] == spec)} answers of {spec} kept in {records_file}; "
+                  "rerun the same command to resume", file=sys.stderr)
+            return 130
+    records = {spec: [done[(spec, i)] for i in range(len(examples)) if (spec, i) in done] for spec in programs}
+    summaries = {spec: summarize(rows) for spec, rows in records.items()}
+    write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples)})
+    for spec, summary in summaries.items():
+        print(f"{spec}: execution accuracy {summary['execution_accuracy']:.1%} "
+              f"({summary['correct']}/{summary['questions']}), median latency {summary['latency_p50']:.1f}s")
+    print(f"report: {out / 'report.md'}")
+    return 0
+
+
+def _build(spec: str, args: argparse.Namespace) -> Any:
+    from text2sql_dspy.programs.agents.registry import make_program
+
+    return make_program(
+        spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model
+    )
+
+
+def _answer_all(program: Any, spec: str, todo: list, threads: int):
+    """Yield one record per question; with threads > 1 questions run concurrently (order of completion)."""
+    bar = tqdm(total=len(todo), desc=spec, unit="q")
+    if threads <= 1:
+        for index, example in todo:
+            yield answer_one(program, spec, index, example)
+            bar.update()
+    else:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        with ThreadPoolExecutor(threads) as pool:
+            futures = [pool.submit(answer_one, program, spec, i, ex) for i, ex in todo]
+            for future in as_completed(futures):
+                yield future.result()
+                bar.update()
+    bar.close()
+
+
+def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, Any]:
+    """Answer and score one question; any failure is recorded in the record, never raised."""
+    from text2sql_dspy.optimize.metrics import compare_execution
+
+    record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
+    try:
+        pred = program(question=example.question, db_id=example.db_id, db_path=example.db_path)
+        fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
+        record.update(fields)
+        steps = pred.get("reasoning_steps") or []
+        record["steps"] = len(steps)
+        record["tools"] = [step["tool"] for step in steps]  # the agent's path, for diagnosis
+    except Exception as exc:  # one failing question must not abort the run
+        record.update(query="", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+    comparison = compare_execution(record.get("query") or "", example.gold_sql, example.db_path)
+    record["correct"] = comparison.match
+    record["correct_relaxed"] = comparison.relaxed_match
+    record["executes"] = comparison.pred_error is None
+    record["execution_note"] = comparison.describe()
+    return record
+
+
+def _backfill_relaxed(done: dict[tuple[str, int], dict[str, Any]], examples: list) -> None:
+    """Give records written before the relaxed match existed their ``correct_relaxed`` (no LM call)."""
+    from text2sql_dspy.optimize.metrics import compare_execution
+
+    for (_, index), record in done.items():
+        if "correct_relaxed" not in record and index < len(examples):
+            example = examples[index]
+            record["correct_relaxed"] = compare_execution(record.get("query") or "", example.gold_sql, example.db_path).relaxed_match
+
+
+def _check_resumable(out: Path, run: dict[str, str]) -> None:
+    """Refuse to mix answers from another dataset or split into ``out``."""
+    marker = out / "run.json"
+    if marker.is_file():
+        previous = json.loads(marker.read_text())
+        if previous != run:
+            raise Text2SQLError(
+                f"{out} holds a run on {previous['data']} ({previous['split']}); use another --out for this one."
+            )
+    else:
+        marker.write_text(json.dumps(run))
+
+
+def load_records(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    done: dict[tuple[str, int], dict[str, Any]] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by Ctrl-C
+            done[(record["program"], record["index"])] = record
+    return done
+
+
+EVALUATE = Command("evaluate", "evaluate programs side by side on a Spider-format split and write a report", add_arguments, evaluate)
+main = EVALUATE.main
