@@ -159,7 +159,7 @@ def _disk_cache_bytes() -> int:
 def _disk_cache_folder(model_path: Path, n_ctx: int, settings: LlamaSettings | None) -> Path:
     import llama_cpp
 
-    from text2sql_dspy.programs.llm.model_files import default_cache_dir
+    from text2sql_dspy.programs.cache import default_cache_dir
 
     stat = model_path.stat()
     shape = f"{model_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{llama_cpp.__version__}:{n_ctx}"
