@@ -151,12 +151,10 @@ class ReActAgent(Text2SQLProgram):
         return AgentState(question=question)
 
     def answer(self, question: str, source: DataSource) -> dict[str, Any]:
-        from text2sql_dspy.programs.retrieval.retriever import make_retriever
-
         state = self.new_state(question)
         toolbox = Toolbox(
-            state, source, make_retriever(source.catalog, self.retrieval_type), source.validator, self.limits,
-            top_k=self.top_k, judge=self._judge_fn(),
+            state, source, None, source.validator, self.limits,
+            top_k=self.top_k, retrieval_type=self.retrieval_type, judge=self._judge_fn(),
         )
         view = self.schema(source, question)
         toolbox.note_tables(view.tables)

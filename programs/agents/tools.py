@@ -14,7 +14,7 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.retrieval.retriever import TableRetriever, render_hits
+from text2sql_dspy.programs.retrieval.retriever import TableRetriever, make_retriever, render_hits
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.db.execution_facts import ExecutionFacts, facts_of
 from text2sql_dspy.programs.db.source import DataSource
@@ -131,17 +131,21 @@ class Toolbox:
         self,
         state: AgentState,
         source: DataSource,
-        retriever: TableRetriever,
+        retriever: TableRetriever | None,
         validator: SQLValidator,
         limits: Limits,
         *,
         top_k: int = 5,
+        retrieval_type: str = "semantic",
         judge: Callable[[str, str, str], LLMJudgeOutput] | None = None,
     ):
-        """``judge(question, sql, execution_result)`` is V2's judge; None for V1."""
+        """``judge(question, sql, execution_result)`` is V2's judge; None for V1. Without a ``retriever``,
+        one of ``retrieval_type`` is built when the agent first asks for tables (not before: the
+        semantic one loads an embedding model)."""
         self.state = state
         self.source = source
-        self.retriever = retriever
+        self._retriever = retriever
+        self.retrieval_type = retrieval_type
         self.validator = validator
         self.limits = limits
         self.top_k = top_k
@@ -149,6 +153,10 @@ class Toolbox:
         self.agent_explanation = ""
         self.agent_confidence = 0.5
         self._executions: dict[str, QueryResult] = {}
+
+    @cached_property
+    def retriever(self) -> TableRetriever:
+        return self._retriever or make_retriever(self.source.catalog, self.retrieval_type)
 
     @cached_property
     def tools_by_name(self) -> dict[str, dspy.Tool]:
