@@ -12,7 +12,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from text2sql_dspy.programs.cli import Command, positive_int
+from text2sql_dspy.programs.cli import Command, non_negative_int, positive_int
 from text2sql_dspy.programs.dataset import BUNDLED_DATA
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="where to save the compiled program (.json); a .meta.json goes beside it")
     budget = parser.add_argument_group("budget (every trial is a full program run)")
     budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
-    budget.add_argument("--dev-limit", type=positive_int, default=defaults.dev_limit, help="dev examples scored before and after")
+    budget.add_argument("--dev-limit", type=non_negative_int, default=defaults.dev_limit, help="dev examples scored before and after (0: none)")
     budget.add_argument("--max-demos", type=int, default=defaults.max_demos, help="bootstrapped demos per predictor")
     budget.add_argument(
         "--max-labeled-demos", type=int, default=defaults.max_labeled_demos,

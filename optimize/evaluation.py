@@ -78,11 +78,19 @@ def evaluate(args: argparse.Namespace) -> int:
     records = {spec: [done[(spec, i)] for i in range(len(examples)) if (spec, i) in done] for spec in programs}
     summaries = {spec: summarize(rows) for spec, rows in records.items()}
     write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples)})
-    for spec, summary in summaries.items():
-        print(f"{spec}: execution accuracy {summary['execution_accuracy']:.1%} "
-              f"({summary['correct']}/{summary['questions']}), median latency {summary['latency_p50']:.1f}s")
-    print(f"report: {out / 'report.md'}")
+    print_table(summaries)
+    print(f"report and plots: {out / 'report.md'}")
     return 0
+
+
+def print_table(summaries: dict[str, dict[str, Any]]) -> None:
+    """The comparison as a plain-text table: one row per program."""
+    print(f"\n{'program':<34} {'exec acc':>9} {'relaxed':>8} {'valid':>6} {'p50 s':>7} {'p95 s':>7} {'judge AUC':>9}")
+    for spec, s in summaries.items():
+        auc = s.get("judge_auc")
+        print(f"{spec:<34} {s['execution_accuracy']:8.1%} {s.get('relaxed_accuracy', 0.0):7.1%} "
+              f"{s.get('valid_sql_rate', 0.0):5.0%} {s['latency_p50']:7.1f} {s.get('latency_p95', 0.0):7.1f} "
+              f"{'' if auc is None else f'{auc:.2f}':>9}")
 
 
 def _build(spec: str, args: argparse.Namespace) -> Any:

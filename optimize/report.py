@@ -50,6 +50,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "total_cost": sum(float(r.get("total_cost") or 0.0) for r in records),
         "mean_judge_score": _mean(s for s, _ in judged),
         "confidence_ece": expected_calibration_error(confident),
+        "judge_ece": expected_calibration_error(judged),
     }
     summary.update(judge_reliability(judged))
     for key in SEED_METRICS:
@@ -120,6 +121,7 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         ("Judge agreement with execution", "judge_agreement", "{:.1%}"),
         ("Judge Cohen's kappa", "judge_kappa", "{:.2f}"),
         ("Judge ROC AUC", "judge_auc", "{:.2f}"),
+        ("Judge score ECE (calibration against execution)", "judge_ece", "{:.3f}"),
         ("Confidence ECE", "confidence_ece", "{:.3f}"),
         ("Latency p50 (s)", "latency_p50", "{:.1f}"),
         ("Latency p95 (s)", "latency_p95", "{:.1f}"),

@@ -22,12 +22,21 @@ EXIT_USER_ERROR = 2
 
 def positive_int(text: str) -> int:
     """argparse type for counts that must be at least 1 (rows, top-k, limits, threads)."""
+    return _whole_number(text, minimum=1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type for counts where 0 means "none" (e.g. dev questions scored around a compile)."""
+    return _whole_number(text, minimum=0)
+
+
+def _whole_number(text: str, *, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
     return value
 
 
