@@ -27,7 +27,7 @@ import os
 import tempfile
 import zlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,16 @@ def common_prefix(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) 
         return 0
     diff = np.flatnonzero(x[:m] != y[:m])
     return int(diff[0]) if diff.size else m
+
+
+def longest_prefix(entries: Iterable[tuple[Any, Sequence[int] | np.ndarray]], key: Sequence[int]) -> tuple[Any, int]:
+    """The entry whose tokens share the longest prefix with ``key``, and that length ((None, 0) if none does)."""
+    best, length = None, 0
+    for name, ids in entries:
+        n = common_prefix(ids, key)
+        if n > length:
+            best, length = name, n
+    return best, length
 
 
 def _slim(state: Any) -> Any:
@@ -81,12 +91,7 @@ class DiskPrefixStore:
 
     def best(self, key: Sequence[int]) -> tuple[Path | None, int]:
         """The entry sharing the longest prefix with ``key``, and that length."""
-        best, length = None, 0
-        for path, ids in self.index.items():
-            n = common_prefix(ids, key)
-            if n > length:
-                best, length = path, n
-        return best, length
+        return longest_prefix(self.index.items(), key)
 
     def load(self, path: Path) -> Any | None:
         """The state in ``path``, or None (and the entry deleted) if it cannot be read back exactly."""
@@ -178,12 +183,7 @@ class PrefixCache:
         return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
 
     def _best_ram(self, key: tuple[int, ...]) -> tuple[tuple[int, ...] | None, int]:
-        best, length = None, 0
-        for k in self.cache_state:
-            n = common_prefix(k, key)
-            if n > length:
-                best, length = k, n
-        return best, length
+        return longest_prefix(((k, k) for k in self.cache_state), key)
 
     def __getitem__(self, key: Sequence[int]) -> Any:
         key = tuple(key)
