@@ -5,7 +5,7 @@ Scorers, each giving a score in [0, 1] and feedback lines:
 * ``execution``: the predicted and the gold SQL run read-only; their results compared as multisets
   (as lists when the gold query orders its output). :class:`ExecutionComparison` also reports a
   relaxed match, for reports only: the same rows when one side selects extra columns.
-* ``judge``: the V2 agent's judge, reference-free (question, query, schemas, explanation).
+* ``judge``: the V2 agent's judge, reference-free (question, query, and what the query returned).
 * ``judge-gold``: the judge-reward judge, the query against the gold SQL.
 
 Names combine with ``+`` (``judge+execution``), the scores averaged. A :class:`Metric` follows
@@ -30,7 +30,8 @@ from sqlglot import exp
 from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.agents.judge import judge_sql, schemas_for_judge
+from text2sql_dspy.programs.agents.judge import judge_sql
+from text2sql_dspy.programs.db.execution_facts import facts_of
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.signatures import JudgeAgainstReference, JudgeSQL
 
@@ -202,7 +203,7 @@ class JudgeScorer(_CachedJudge):
             return Score(0.0, ["The query is invalid: " + "; ".join(validation.errors)])
         verdict = judge_sql(
             self.predictor, self.lm, question=example.question, sql=validation.sql,
-            table_schemas=schemas_for_judge(source, validation.tables), explanation=str(pred.get("explanation") or ""),
+            execution_result=facts_of(source.database.execute(validation.sql)).render(),
         )
         feedback = [f"Judge score {verdict.correctness_score:.2f}."]
         feedback += [f"Issue: {issue}" for issue in verdict.issues]
