@@ -45,6 +45,11 @@ def verdict(correct: bool, issues: list[str] | None = None, suggestions: list[st
     }
 
 
+def tools_used(result: dict[str, Any]) -> list[str]:
+    """The tools a program's run called, in order."""
+    return [s["tool"] for s in result["reasoning_steps"]]
+
+
 @dataclass(frozen=True)
 class Scripted:
     """One reply of :class:`LogprobEngine`: its fields, each field's token probability, and P(True)."""

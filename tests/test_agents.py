@@ -22,7 +22,7 @@ from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.db.validator import ValidationResult
 from tests.fakes import (
-    BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, verdict,
+    BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, tools_used, verdict,
 )
 
 ALL_USERS = "SELECT count(*) FROM users"  # valid, but ignores the filter the question asks for
@@ -36,10 +36,6 @@ def agent(cls: type, tiny_db: Path, tiny_schemas: Path, answers: list[dict] | ds
 def prompt_of(lm: dspy.LM, call: int) -> str:
     """The text of the LM's ``call``-th prompt (all messages)."""
     return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
-
-
-def tools_used(result: dict) -> list[str]:
-    return [s["tool"] for s in result["reasoning_steps"]]
 
 
 def test_v1_submits_a_valid_draft_in_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
