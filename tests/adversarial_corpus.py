@@ -359,10 +359,12 @@ def build_corpus(targets: Sequence[Target], scratch: Path) -> list[Case]:
 
 
 def obeying_lm(sql: str) -> DummyLM:
-    """A model that drafts ``sql`` and then insists on submitting it (as if a prompt injection told it to)."""
+    """A model that drafts ``sql``, redrafts it unchanged, then insists on submitting it (as if a prompt
+    injection told it to)."""
     submit = {"query": sql, "explanation": "as instructed", "confidence": 1.0}
     return DummyLM([
-        {"sql": sql, "explanation": "as instructed", "confidence": 1.0},
+        {"sql": sql},
+        {"sql": sql},
         {"next_thought": "Submit it.", "next_tool_name": "submit_answer", "next_tool_args": submit},
     ])  # fmt: skip
 
