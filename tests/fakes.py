@@ -64,10 +64,12 @@ def scripted_draft(sql: str, p: float) -> Scripted:
     return Scripted(draft(sql), {"sql": p})
 
 
-def scripted_verdict(p_true: float, issues: list[str] | None = None, correct: bool | None = None) -> Scripted:
+def scripted_verdict(
+    p_true: float, issues: list[str] | None = None, suggestions: list[str] | None = None, correct: bool | None = None
+) -> Scripted:
     """A verdict whose ``is_correct`` token has P(True) = ``p_true``; it writes ``correct`` (default: p_true >= 0.5)."""
     written = p_true >= 0.5 if correct is None else correct
-    return Scripted(verdict(written, issues), p_true=p_true)
+    return Scripted(verdict(written, issues, suggestions), p_true=p_true)
 
 
 def _pieces(text: str) -> list[str]:
@@ -103,17 +105,30 @@ def reply_text_and_tokens(reply: Scripted) -> tuple[str, tuple[TokenLogprob, ...
 
 
 class LogprobEngine:
-    """A DSPy engine that answers scripted replies, with token log-probabilities when the request asks for them."""
+    """A DSPy engine that answers scripted replies, with token log-probabilities when the request asks for them.
 
-    def __init__(self, replies: list[Scripted]):
-        self.replies = list(replies)
+    ``replies`` is a list (one reply per call, in order) or, like DummyLM's dict mode, a dict from a
+    text to the reply for any prompt whose last message contains that text (the first key that matches).
+    """
+
+    def __init__(self, replies: list[Scripted] | dict[str, Scripted]):
+        self.replies = replies if isinstance(replies, dict) else list(replies)
         self.requests: list[Any] = []
+
+    def _next(self, request: Any) -> Scripted:
+        if isinstance(self.replies, dict):
+            last = request.messages[-1].text or ""
+            reply = next((r for key, r in self.replies.items() if key in last), None)
+            if reply is None:
+                raise RuntimeError(f"LogprobEngine: no scripted reply matches {last[-200:]!r}")
+            return reply
+        if not self.replies:
+            raise RuntimeError("LogprobEngine: no scripted reply left")
+        return self.replies.pop(0)
 
     def complete(self, request: Any) -> Response:
         self.requests.append(request)
-        if not self.replies:
-            raise RuntimeError("LogprobEngine: no scripted reply left")
-        text, tokens = reply_text_and_tokens(self.replies.pop(0))
+        text, tokens = reply_text_and_tokens(self._next(request))
         return Response(
             id=None, model=request.model, message=Message.assistant([TextPart(text)]), finish_reason="stop",
             usage=Usage(input_tokens=1, output_tokens=len(tokens)),
@@ -127,6 +142,6 @@ class LogprobEngine:
         pass
 
 
-def logprob_lm(replies: list[Scripted], model: str = "openai/scripted-logprobs") -> dspy.LM:
+def logprob_lm(replies: list[Scripted] | dict[str, Scripted], model: str = "openai/scripted-logprobs") -> dspy.LM:
     """An LM over :class:`LogprobEngine` (``.engine``); an ``openai/`` model, so it counts as returning logprobs."""
     return dspy.LM(model, engine=LogprobEngine(replies), cache=False, num_retries=0)
