@@ -197,3 +197,37 @@ def test_a_corrupt_disk_entry_falls_back_to_ram(tmp_path: Path) -> None:
     cache[PROMPT[:8]] = short
     assert cache[PROMPT] is short
     assert entry_files(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- the engine's settings for it
+
+
+def test_the_disk_tier_size_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from text2sql_dspy.programs.errors import ConfigurationError
+    from text2sql_dspy.programs.llm import llama_engine
+
+    monkeypatch.delenv(llama_engine.KV_CACHE_BYTES_ENV, raising=False)
+    assert llama_engine._disk_cache_bytes() == llama_engine.DEFAULT_DISK_CACHE_BYTES
+    monkeypatch.setenv(llama_engine.KV_CACHE_BYTES_ENV, "5e8")
+    assert llama_engine._disk_cache_bytes() == 500_000_000
+    monkeypatch.setenv(llama_engine.KV_CACHE_BYTES_ENV, "0")
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    assert llama_engine._make_prefix_cache(1 << 20, 2, model_path=model).disk is None  # 0 turns the disk tier off
+    monkeypatch.setenv(llama_engine.KV_CACHE_BYTES_ENV, "lots")
+    with pytest.raises(ConfigurationError, match="number of bytes"):
+        llama_engine._disk_cache_bytes()
+
+
+def test_the_disk_folder_is_keyed_by_the_model_file_and_context(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from text2sql_dspy.programs.llm import llama_engine
+
+    monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF v1")
+    first = llama_engine._disk_cache_folder(model, 4096, None)
+    assert first == llama_engine._disk_cache_folder(model, 4096, None)
+    assert first.parent == tmp_path / "cache" / "kv"
+    assert first != llama_engine._disk_cache_folder(model, 8192, None)  # another context size
+    model.write_bytes(b"GGUF v2, another size")
+    assert first != llama_engine._disk_cache_folder(model, 4096, None)  # another model file
