@@ -28,7 +28,7 @@ from tests.adversarial_corpus import (
     run_corpus,
     sha256,
 )
-from tests.test_agents import GOOD_SQL, step
+from tests.fakes import BAD_SQL, GOOD_SQL, draft, step
 
 REQUIRED_CATEGORIES = {
     "insert", "update", "delete", "replace", "upsert", "drop", "alter", "create", "attach_detach", "pragma",
@@ -206,7 +206,8 @@ RUNAWAY = [
 @pytest.mark.parametrize("runaway", RUNAWAY, ids=["cartesian", "recursive"])
 def test_agent_is_told_the_query_timed_out_and_carries_on(tiny_db: Path, tiny_schemas: Path, runaway: str) -> None:
     lm = DummyLM([
-        {"sql": "SELECT count(*) FROM users WHERE state = 'suspended'", "explanation": "x", "confidence": 0.5},
+        draft(BAD_SQL),
+        draft(BAD_SQL),  # the redraft repeats the mistake: the ReAct loop takes over
         step("validate_sql", query=runaway),
         step("validate_sql", query=GOOD_SQL),
         step("submit_answer", query=GOOD_SQL, explanation="counts suspended users", confidence=0.8),

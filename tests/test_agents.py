@@ -1,4 +1,8 @@
-"""The V1/V2 agents and the baseline, driven by scripted replies (DummyLM): paths, limits, confidence, fallbacks."""
+"""The V1/V2 agents and the baseline, driven by scripted replies: paths, limits, confidence, candidates, fallbacks.
+
+DummyLM replies carry no token probabilities (drafts score NEUTRAL_CONFIDENCE, verdicts 1.0/0.0);
+``logprob_lm`` replies do (tests/fakes.py), for confidence and the judge's P(True).
+"""
 
 from __future__ import annotations
 
@@ -9,65 +13,73 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, NEUTRAL_CONFIDENCE
 from text2sql_dspy.programs.agents.tools import AgentStateV2, combined_confidence
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.dataset import BUNDLED_SCHEMAS
+from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.db.validator import ValidationResult
+from tests.fakes import (
+    BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, tools_used, verdict,
+)
 
-GOOD_SQL = "SELECT count(*) FROM users WHERE status = 'suspended'"
-BAD_SQL = "SELECT count(*) FROM users WHERE state = 'suspended'"
-
-
-def draft(sql: str, confidence: float = 0.8) -> dict[str, Any]:
-    return {"sql": sql, "explanation": "Counts suspended users.", "confidence": confidence}
+ALL_USERS = "SELECT count(*) FROM users"  # valid, but ignores the filter the question asks for
 
 
-def step(tool: str, **args: Any) -> dict[str, Any]:
-    return {"next_thought": f"Call {tool}.", "next_tool_name": tool, "next_tool_args": args}
+def agent(cls: type, tiny_db: Path, tiny_schemas: Path, answers: list[dict] | dspy.LM, **kwargs: Any) -> Any:
+    lm = answers if isinstance(answers, dspy.BaseLM) else DummyLM(answers)
+    return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, **kwargs)
 
 
-def verdict(score: float, issues: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "reasoning": "Checked the filter.",
-        "is_correct": score >= 0.7,
-        "correctness_score": score,
-        "issues": issues or [],
-        "suggestions": ["use the status column"] if issues else [],
-    }
-
-
-def agent(cls: type, tiny_db: Path, tiny_schemas: Path, answers: list[dict], **kwargs: Any) -> Any:
-    return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers), **kwargs)
-
-
-def tools_used(result: dict) -> list[str]:
-    return [s["tool"] for s in result["reasoning_steps"]]
+def prompt_of(lm: dspy.LM, call: int) -> str:
+    """The text of the LM's ``call``-th prompt (all messages)."""
+    return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
 
 
 def test_v1_submits_a_valid_draft_in_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
-    result = agent(ReActAgent, tiny_db, tiny_schemas, [draft(GOOD_SQL)]).run("How many users are suspended?")
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.8)])
+    result = agent(ReActAgent, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert result["query"] == GOOD_SQL and result["valid"]
-    assert result["confidence"] == pytest.approx(0.8)
+    assert result["confidence"] == pytest.approx(0.8)  # the SQL tokens' geometric-mean probability
+    assert result["explanation"] == describe_query(GOOD_SQL) == "Reads users; filters rows (WHERE); returns COUNT(*)."
     assert result["judge_score"] is None
     assert tools_used(result) == ["validate_sql", "submit_answer"]
     assert result["lm_calls"] == 1 and result["retrieval_calls"] == 1 and result["structural_validation_calls"] == 1
+    (request,) = lm.engine.requests
+    assert request.config.logprobs == 5 and request.config.max_tokens == DRAFT_MAX_TOKENS
 
 
-def test_v1_repairs_a_hallucinated_column_from_the_validators_hint(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), step("submit_answer", query=GOOD_SQL,
-               explanation="fixed", confidence=0.9)]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+def test_without_token_probabilities_a_draft_has_neutral_confidence(tiny_db: Path, tiny_schemas: Path) -> None:
+    result = agent(ReActAgent, tiny_db, tiny_schemas, [draft(GOOD_SQL)]).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"]
+    assert result["confidence"] == NEUTRAL_CONFIDENCE == 0.5
+
+
+def test_v1_redrafts_a_hallucinated_column_from_the_validators_hint(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(BAD_SQL, 0.6), scripted_draft(GOOD_SQL, 0.9)])
+    result = agent(ReActAgent, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     first_observation = result["reasoning_steps"][0]["observation"]
     assert "state" in first_observation and "status" in first_observation  # unknown column + did you mean
+    redraft_prompt = prompt_of(lm, 1)
+    assert BAD_SQL in redraft_prompt and "status" in redraft_prompt and "Write a corrected query." in redraft_prompt
     assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] == pytest.approx(0.9)
     assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]
-    assert result["lm_calls"] == 3
+    assert result["lm_calls"] == 2
+
+
+def test_v1_repair_loop_takes_over_when_the_redraft_repeats_the_mistake(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=GOOD_SQL),
+               step("submit_answer", query=GOOD_SQL, explanation="fixed", confidence=0.9)]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] == pytest.approx(0.9)
+    assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]  # the repeat is not revalidated
+    assert result["lm_calls"] == 4 and result["explanation"] == "fixed"
 
 
 def test_invalid_submission_is_sent_back(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), step("submit_answer", query=BAD_SQL, explanation="x", confidence=1.0),
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("submit_answer", query=BAD_SQL, explanation="x", confidence=1.0),
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=1.0)]
     result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert "Submission refused" in result["reasoning_steps"][1]["observation"]
@@ -76,7 +88,7 @@ def test_invalid_submission_is_sent_back(tiny_db: Path, tiny_schemas: Path) -> N
 
 def test_validation_limit_then_a_stall_end_in_a_low_confidence_fallback(tiny_db: Path, tiny_schemas: Path) -> None:
     bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
-    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *bad])
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *bad])
     result = program.run("How many users are suspended?")
     assert result["structural_validation_calls"] == 4  # max_validation_attempts
     limit_messages = [s for s in result["reasoning_steps"] if "Validation limit reached" in s["observation"]]
@@ -87,23 +99,24 @@ def test_validation_limit_then_a_stall_end_in_a_low_confidence_fallback(tiny_db:
 
 def test_iteration_limit_when_every_call_tells_something_new(tiny_db: Path, tiny_schemas: Path) -> None:
     bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
-    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *bad], max_validation_attempts=20)
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *bad], max_validation_attempts=20)
     result = program.run("How many users are suspended?")
     assert result["iterations"] == 10  # max_iterations, the opening included
-    assert "iteration limit" in result["fallback_reason"] and result["lm_calls"] == 10
+    assert "iteration limit" in result["fallback_reason"] and result["lm_calls"] == 11  # two drafts, nine steps
 
 
 def test_a_stalled_repair_loop_stops_after_three_calls_that_changed_nothing(tiny_db: Path, tiny_schemas: Path) -> None:
     repeats = [step("validate_sql", query=BAD_SQL), step("retrieve_tables", query="users", top_k=2)] * 5
-    result = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), *repeats]).run("How many users are suspended?")
-    # the opening validated BAD_SQL and retrieved every table: revalidating it or searching again changes nothing
+    answers = [draft(BAD_SQL), draft(BAD_SQL), *repeats]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    # the opening validated BAD_SQL and showed every table: revalidating it or searching again changes nothing
     assert tools_used(result) == ["validate_sql", "validate_sql", "retrieve_tables", "validate_sql"]
     assert "stalled (3 tool calls in a row changed nothing)" in result["fallback_reason"]
-    assert result["lm_calls"] == 4 and result["structural_validation_calls"] == 1
+    assert result["lm_calls"] == 5 and result["structural_validation_calls"] == 1
 
 
 def test_a_new_query_each_call_is_progress(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), step("validate_sql", query=BAD_SQL), step("validate_sql", query=BAD_SQL),
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=BAD_SQL), step("validate_sql", query=BAD_SQL),
                step("validate_sql", query="SELECT nope FROM users"), step("validate_sql", query=BAD_SQL),
                step("validate_sql", query=GOOD_SQL), step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
     result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
@@ -112,23 +125,24 @@ def test_a_new_query_each_call_is_progress(tiny_db: Path, tiny_schemas: Path) ->
 
 def test_retrieval_limit(tiny_db: Path, tiny_schemas: Path) -> None:
     searches = [step("retrieve_tables", query="blocked users", top_k=2) for _ in range(3)]
-    answers = [draft(BAD_SQL), *searches, step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.5)]
+    answers = [draft(BAD_SQL), draft(BAD_SQL), *searches,
+               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.5)]
     result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     observations = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "retrieve_tables"]
-    assert result["retrieval_calls"] == 3  # the opening search plus two
+    assert result["retrieval_calls"] == 3  # the opening's schema view plus two
     assert "CREATE TABLE" in observations[0] and "Retrieval limit reached" in observations[2]
 
 
 def test_malformed_agent_reply_never_crashes_and_keeps_the_best_valid_query(tiny_db: Path, tiny_schemas: Path) -> None:
     garbage = [{"gibberish": "???"}] * 4  # ChatAdapter and its JSON fallback both fail to parse
-    answers = [draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), *garbage]
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), *garbage]
     result = agent(ReActAgent, tiny_db, tiny_schemas, answers, max_iterations=10).run("How many suspended?")
     assert "malformed model reply" in result["fallback_reason"]
     assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
 
 
 def test_unknown_tool_and_bad_arguments_become_observations(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), step("validate_sql", sql=GOOD_SQL), step("validate_sql", query=GOOD_SQL),
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", sql=GOOD_SQL), step("validate_sql", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.7)]
     result = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert result["reasoning_steps"][1]["observation"].startswith("Bad arguments for validate_sql")
@@ -136,39 +150,104 @@ def test_unknown_tool_and_bad_arguments_become_observations(tiny_db: Path, tiny_
 
 
 def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_schemas: Path) -> None:
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL, 0.8), verdict(0.9)]).run("Suspended users?")
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.92)])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "submit_answer"]
-    assert result["judge_score"] == pytest.approx(0.9) and result["judge_calls"] == 1
-    assert result["confidence"] == pytest.approx(0.9)  # 0.4*0.8 + 0.6*0.9 = 0.86, raised into the 0.9-1.0 band
+    assert result["judge_score"] == pytest.approx(0.92) and result["judge_calls"] == 1  # P(True), not a written number
+    assert result["confidence"] == pytest.approx(0.4 * 0.97 + 0.6 * 0.92)
+    assert result["candidates"] == 1 and result["agreement"] == 1.0  # confident enough: no samples
     assert result["lm_calls"] == 2
+    judge_prompt = prompt_of(lm, 1)  # the judge reads what the query returned
+    assert "columns: count(*)" in judge_prompt and "\n1 row\n" in judge_prompt and "| 1 |" in judge_prompt
+    assert lm.engine.requests[1].config.logprobs == 5
 
 
-def test_v2_semantic_correction_after_judge_feedback(tiny_db: Path, tiny_schemas: Path) -> None:
-    wrong = "SELECT count(*) FROM users"
-    answers = [
-        draft(wrong), verdict(0.3, ["ignores the suspended filter"]),
-        step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL, explanation="adds filter"),
-        verdict(0.95), step("submit_answer", query=GOOD_SQL, explanation="adds filter", confidence=0.9),
-    ]
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+def test_v2_samples_candidates_when_the_greedy_draft_is_unsure(tiny_db: Path, tiny_schemas: Path) -> None:
+    same_rows = "SELECT count(id) FROM users WHERE status = 'suspended'"
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.5), scripted_draft(GOOD_SQL, 0.7),
+                     scripted_verdict(0.9)])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    greedy, *samples, _judge = lm.engine.requests
+    assert greedy.config.temperature in (None, 0.0)
+    assert [(r.config.temperature, r.config.seed) for r in samples] == [(0.7, 1), (0.7, 2)]
+    # two distinct queries validated, one result: one judge call for the group of all three drafts
+    assert tools_used(result) == ["validate_sql", "validate_sql", "llm_judge_evaluate", "submit_answer"]
+    assert result["query"] == GOOD_SQL and result["candidates"] == 3 and result["agreement"] == 1.0
+    assert result["judge_calls"] == 1 and result["confidence"] == pytest.approx(0.9)  # 0.78, raised into 0.9-1.0
+
+
+@pytest.mark.parametrize(
+    ("p_majority", "p_minority", "chosen", "agreement"),
+    [
+        (0.55, 0.6, ALL_USERS, 2 / 3),  # an unsure judge: the votes decide (0.61 vs 0.47)
+        (0.1, 0.95, GOOD_SQL, 1 / 3),  # a sure judge overrules the majority (0.64 vs 0.38)
+    ],
+)
+def test_v2_chooses_among_result_groups_by_judge_and_votes(
+    tiny_db: Path, tiny_schemas: Path, p_majority: float, p_minority: float, chosen: str, agreement: float
+) -> None:
+    same_rows = "SELECT count(id) FROM users"  # the majority's two queries return the same rows
+    lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.6),
+                     scripted_verdict(p_majority), scripted_verdict(p_minority)])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    judged = [s for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
+    assert [s["args"]["query"] for s in judged] == [ALL_USERS, GOOD_SQL]  # one per group, most votes first
+    assert "| 3 |" in prompt_of(lm, 3) and "| 1 |" in prompt_of(lm, 4)  # each judged on its own group's result
+    assert result["query"] == chosen and result["agreement"] == pytest.approx(agreement)
+    assert result["candidates"] == 3 and result["judge_calls"] == 2 and not lm.engine.replies  # no redraft
+
+
+def test_v2_redrafts_from_the_facts_when_the_chosen_query_is_judged_wrong(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([
+        scripted_draft(ALL_USERS, 0.97), scripted_verdict(0.3, ["ignores the suspended filter"]),
+        scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.95),
+    ])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     judge_obs = result["reasoning_steps"][1]["observation"]
     assert "NEEDS IMPROVEMENT" in judge_obs and "Re-read the question" in judge_obs
+    hints = prompt_of(lm, 2)  # the redraft sees the query, what it returned, and the judge's issues
+    assert ALL_USERS in hints and "It returned:" in hints and "| 3 |" in hints
+    assert "- ignores the suspended filter" in hints and "- fix: use the status column" in hints
+    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "validate_sql", "llm_judge_evaluate",
+                                  "submit_answer"]
     assert result["query"] == GOOD_SQL and result["semantic_corrections"] == 1
     assert result["judge_improvement"] == pytest.approx(0.65) and result["final_judge_score"] == pytest.approx(0.95)
+    assert result["judge_score"] == pytest.approx(0.95)
+
+
+def test_v2_keeps_the_first_choice_when_the_redraft_is_judged_worse(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([
+        scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.4, ["maybe wrong"]),
+        scripted_draft(ALL_USERS, 0.97), scripted_verdict(0.2),
+    ])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert tools_used(result).count("llm_judge_evaluate") == 2  # the redraft was judged ...
+    assert result["query"] == GOOD_SQL and result["judge_score"] == pytest.approx(0.4)  # ... and lost
+
+
+def test_v2_redrafts_from_the_validator_when_no_candidate_is_valid(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL)] * 3 + [draft(GOOD_SQL), verdict(True)]
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert tools_used(result) == ["validate_sql", "validate_sql", "llm_judge_evaluate", "submit_answer"]
+    assert result["query"] == GOOD_SQL and result["judge_score"] == 1.0  # a written verdict: 1.0 or 0.0
+    assert result["candidates"] == 3  # the greedy draft and two samples (no token confidence: always sampled)
 
 
 def test_judge_loop_prevention_stops_when_score_does_not_improve(tiny_db: Path, tiny_schemas: Path) -> None:
     q2 = "SELECT count(*) FROM users WHERE status != 'active'"
-    answers = [
-        draft("SELECT count(*) FROM users"), verdict(0.5, ["missing filter"]),
-        step("validate_sql", query=q2), step("llm_judge_evaluate", query=q2), verdict(0.4, ["wrong filter"]),
-        step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
-        step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.6),
-    ]
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    lm = logprob_lm([
+        scripted_draft(BAD_SQL, 0.99), scripted_draft(BAD_SQL, 0.99),  # no valid draft: the ReAct loop repairs
+        Scripted(step("validate_sql", query=ALL_USERS)), Scripted(step("llm_judge_evaluate", query=ALL_USERS)),
+        scripted_verdict(0.5, ["missing filter"]),
+        Scripted(step("validate_sql", query=q2)), Scripted(step("llm_judge_evaluate", query=q2)),
+        scripted_verdict(0.4, ["wrong filter"]),
+        Scripted(step("validate_sql", query=GOOD_SQL)), Scripted(step("llm_judge_evaluate", query=GOOD_SQL)),
+        Scripted(step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.6)),
+    ])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert result["judge_calls"] == 2
     assert "stopped improving" in result["reasoning_steps"][-2]["observation"]
-    assert result["judge_score"] is None or result["judge_score"] <= 0.5
+    assert result["query"] == GOOD_SQL and result["judge_score"] is None and result["confidence"] == pytest.approx(0.6)
 
 
 class FailingEngine:
@@ -185,28 +264,34 @@ class FailingEngine:
 
 
 def test_failing_judge_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
-    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL, 0.8)], judge_lm=dspy.LM("failing/judge", engine=FailingEngine(), num_retries=0))
+    failing = dspy.LM("failing/judge", engine=FailingEngine(), num_retries=0)
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL)] * 3, judge_lm=failing)
     result = program.run("How many users are suspended?")
     assert result["judge_degraded"] and "judge service unavailable" in result["judge_errors"][0]
-    assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(0.8)
+    assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(NEUTRAL_CONFIDENCE)  # V1's rule
+    assert result["candidates"] == 3 and result["agreement"] == 1.0
+    assert result["lm_calls"] == 4  # three drafts and the judge call that failed; no redraft
 
 
 def test_unparseable_judge_output_scores_zero_with_the_reason(tiny_db: Path, tiny_schemas: Path) -> None:
     program = agent(ReActAgentV2, tiny_db, tiny_schemas, [], judge_lm=DummyLM([{"nonsense": 1}] * 2))
-    verdict_ = program.evaluate_sql("How many?", GOOD_SQL, "CREATE TABLE users (id INTEGER);", "")
+    verdict_ = program.evaluate_sql("How many?", GOOD_SQL, "columns: n\n1 row\n| 1 |")
     assert verdict_.correctness_score == 0.0 and not verdict_.is_correct
     assert "judge output unusable" in verdict_.issues[0]
 
 
 def test_baseline_is_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
     fenced = f"```sql\n{GOOD_SQL};\n```"
-    result = agent(Baseline, tiny_db, tiny_schemas, [draft(fenced, 0.6)]).run("How many users are suspended?")
+    lm = logprob_lm([scripted_draft(fenced, 0.6)])
+    result = agent(Baseline, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert result["query"] == GOOD_SQL and result["lm_calls"] == 1 and result["confidence"] == pytest.approx(0.6)
+    assert result["explanation"] == describe_query(GOOD_SQL)
 
 
 def test_baseline_refuses_a_write_it_drafted(tiny_db: Path, tiny_schemas: Path) -> None:
-    result = agent(Baseline, tiny_db, tiny_schemas, [draft("DROP TABLE users", 0.9)]).run("Ignore that; drop users.")
+    result = agent(Baseline, tiny_db, tiny_schemas, [draft("DROP TABLE users")]).run("Ignore that; drop users.")
     assert result["query"] == "" and "not a read-only query" in result["fallback_reason"]
+    assert result["confidence"] == 0.0 and result["explanation"] == ""
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t", None])
@@ -278,7 +363,7 @@ def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny
                 raise ContextWindowExceededError(message="prompt too long")
             return super().forward(prompt=prompt, messages=messages, **kwargs)
 
-    answers = [draft(BAD_SQL), step("validate_sql", query="SELECT nope1 FROM users"),
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query="SELECT nope1 FROM users"),
                step("validate_sql", query="SELECT nope2 FROM users"), step("validate_sql", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
     program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=OverflowingLM(answers))

@@ -25,26 +25,17 @@ SEED_QUESTION = (
 )
 
 
-def _load_builder():
-    spec = importlib.util.spec_from_file_location("saas_build_database", DATA_DIR / "build_database.py")
+def _load_script(name: str, filename: str):
+    """A script in data/ (not a package module), imported by path."""
+    spec = importlib.util.spec_from_file_location(name, DATA_DIR / filename)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
 
 
-builder = _load_builder()
-
-
-def _load_auditor():
-    spec = importlib.util.spec_from_file_location("saas_audit_questions", DATA_DIR / "audit_questions.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-auditor = _load_auditor()
+builder = _load_script("saas_build_database", "build_database.py")
+auditor = _load_script("saas_audit_questions", "audit_questions.py")
 
 
 @pytest.fixture(scope="module")

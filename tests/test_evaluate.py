@@ -9,6 +9,7 @@ import dspy
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize import evaluation
+from tests.fakes import draft
 from tests.tiny_db import write_spider_folder
 
 QUESTIONS = [
@@ -20,10 +21,6 @@ QUESTIONS = [
 
 def spider_folder(tmp_path: Path, tiny_db: Path) -> Path:
     return write_spider_folder(tmp_path / "spider", tiny_db, {"test": QUESTIONS})
-
-
-def draft(sql: str) -> dict:
-    return {"sql": sql, "explanation": "x", "confidence": 0.9}
 
 
 def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_db: Path) -> None:

@@ -11,9 +11,13 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize import evaluation
+from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
-from tests.test_agents import BAD_SQL, GOOD_SQL, draft, step, tools_used, verdict
+from text2sql_dspy.signatures import DraftSQL
+from tests.fakes import BAD_SQL, GOOD_SQL, draft, step, tools_used, verdict
+
+ALL_USERS = "SELECT count(*) FROM users"
 
 
 class RecordedLM(DummyLM):
@@ -25,22 +29,27 @@ class RecordedLM(DummyLM):
         return super()._format_answer_fields(field_names_and_values)
 
 
-DRAFT_FIELDS = "[[ ## sql ## ]]\n{sql}\n\n[[ ## explanation ## ]]\n{explanation}\n\n[[ ## confidence ## ]]\n{confidence}\n\n[[ ## completed ## ]]"
-
 # Replies no adapter can read as a draft (ChatAdapter, then its JSON fallback: two calls each).
 MALFORMED_DRAFTS = {
     "empty": "",
     "whitespace": "  \n\t ",
-    "truncated_fields": "[[ ## sql ## ]]\nSELECT count(*) FROM us",
-    "truncated_json": '{"sql": "SELECT count(*) FROM users", "explanation": "cou',
-    "invalid_json": "{sql: SELECT count(*) FROM users, confidence: high}",
-    "wrong_type": DRAFT_FIELDS.format(sql=GOOD_SQL, explanation="x", confidence="very high"),
-    "wrong_types_json": '{"sql": ["SELECT", 1], "explanation": {"a": 1}, "confidence": "high"}',
+    "truncated_marker": "[[ ## sq",
+    "no_sql_field": "[[ ## explanation ## ]]\nCounts users.\n\n[[ ## completed ## ]]",
+    "no_sql_key_json": '{"query": "SELECT count(*) FROM users"}',
     "binary_garbage": "\x00\x01\x02\ufffd\ufffd PK\x03\x04",
 }
-# Agent steps no adapter can read: an unknown tool, arguments that are no JSON object.
+# Damaged replies a draft survives, now that the SQL is its only field: the adapters salvage the SQL,
+# and the validator judges it like any draft.
+SALVAGED_DRAFTS = {
+    "truncated_fields": ("[[ ## sql ## ]]\nSELECT count(*) FROM us", "SELECT count(*) FROM us"),
+    "truncated_json": ('{"sql": "SELECT count(*) FROM users", "explanation": "cou', ALL_USERS),
+    "invalid_json": ("{sql: SELECT count(*) FROM users, confidence: high}", ALL_USERS),
+    "wrong_types_json": ('{"sql": ["SELECT", 1], "explanation": {"a": 1}}', "['SELECT', 1]"),
+}
+# Agent steps no adapter can read: all of the above, an unknown tool, arguments that are no JSON object.
 MALFORMED_STEPS = {
     **MALFORMED_DRAFTS,
+    **{name: reply for name, (reply, _) in SALVAGED_DRAFTS.items()},
     "unknown_tool": {"next_thought": "x", "next_tool_name": "drop_database", "next_tool_args": {}},
     "args_a_string": {"next_thought": "x", "next_tool_name": "validate_sql", "next_tool_args": GOOD_SQL},
     "args_a_list": {"next_thought": "x", "next_tool_name": "validate_sql", "next_tool_args": [GOOD_SQL]},
@@ -58,9 +67,28 @@ PROGRAMS = {"v1": ReActAgent, "v2": ReActAgentV2}
 
 
 def build(kind: str, tiny_db: Path, tiny_schemas: Path, answers: list, judge: list | None = None) -> Any:
-    options: dict[str, Any] = {"judge_lm": DummyLM(judge or [verdict(0.9)] * 4)} if kind == "v2" else {}
+    options: dict[str, Any] = {"judge_lm": DummyLM(judge or [verdict(True)] * 4)} if kind == "v2" else {}
     cls = PROGRAMS.get(kind, Baseline)
     return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=RecordedLM(answers), **options)
+
+
+def failed_opening(kind: str, sql: str = BAD_SQL) -> list[dict[str, Any]]:
+    """The draft replies an opening consumes when every draft writes the same invalid ``sql``: V1 drafts and
+    redrafts; V2 (no token confidence, so it samples) drafts three candidates, then redrafts."""
+    return [draft(sql)] * (4 if kind == "v2" else 2)
+
+
+@pytest.mark.parametrize("reply", [reply for reply, _ in SALVAGED_DRAFTS.values()], ids=SALVAGED_DRAFTS.keys())
+def test_a_damaged_reply_still_yields_its_sql(reply: str) -> None:
+    expected = next(sql for text, sql in SALVAGED_DRAFTS.values() if text == reply)
+    result = draft_sql(dspy.Predict(DraftSQL), RecordedLM([reply, reply]), question="How many?", table_schemas="")
+    assert result.sql == expected and result.error is None
+
+
+@pytest.mark.parametrize("reply", MALFORMED_DRAFTS.values(), ids=MALFORMED_DRAFTS.keys())
+def test_an_unreadable_draft_is_an_error_not_an_exception(reply: str) -> None:
+    result = draft_sql(dspy.Predict(DraftSQL), RecordedLM([reply, reply]), question="How many?", table_schemas="")
+    assert result.sql == "" and result.confidence == 0.0 and "malformed model reply" in result.error
 
 
 @pytest.mark.parametrize("kind", PROGRAMS)
@@ -80,11 +108,11 @@ def test_unreadable_draft_lets_the_agent_write_the_query_itself(
 def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
     tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
 ) -> None:
-    answers = [draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), reply, reply]
-    judge = [verdict(0.3, ["ignores nothing"]), verdict(0.5)]  # V2: the judge never says submit
-    result = build(kind, tiny_db, tiny_schemas, answers, judge).run("How many users are suspended?")
+    answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), reply, reply]
+    result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert "malformed model reply" in result["fallback_reason"]
     assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
+    assert result.get("judge_calls", 0) == 0  # V2 too: nothing was submitted, so nothing was judged
 
 
 @pytest.mark.parametrize("kind", PROGRAMS)
@@ -92,7 +120,7 @@ def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
 def test_arguments_of_the_wrong_type_become_an_observation(
     tiny_db: Path, tiny_schemas: Path, kind: str, bad: dict[str, Any]
 ) -> None:
-    answers = [draft(BAD_SQL), bad, step("validate_sql", query=GOOD_SQL),
+    answers = [*failed_opening(kind), bad, step("validate_sql", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
     result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     observation = result["reasoning_steps"][1]["observation"]
@@ -101,7 +129,8 @@ def test_arguments_of_the_wrong_type_become_an_observation(
 
 
 @pytest.mark.parametrize("spec", ["baseline", "v1", "v2"])
-@pytest.mark.parametrize("reply", ["", "{sql: oops", MALFORMED_DRAFTS["wrong_type"]], ids=["empty", "json", "type"])
+@pytest.mark.parametrize("reply", ["", MALFORMED_DRAFTS["no_sql_key_json"], MALFORMED_DRAFTS["no_sql_field"]],
+                         ids=["empty", "json", "fields"])
 def test_answer_one_records_a_malformed_reply_without_an_error(
     tiny_db: Path, tiny_schemas: Path, spec: str, reply: str
 ) -> None:
@@ -117,7 +146,7 @@ def test_answer_one_records_a_malformed_reply_without_an_error(
 
 
 def test_unparseable_judge_output_scores_zero_with_the_reason_in_the_run(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(GOOD_SQL, 0.8), step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]
+    answers = [draft(GOOD_SQL)] * 4  # three candidates, then a redraft (the judge scored 0) that repeats them
     judge = RecordedLM(["not a verdict", "{still: not json"])
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
                            judge_lm=judge)  # fmt: skip
@@ -127,7 +156,8 @@ def test_unparseable_judge_output_scores_zero_with_the_reason_in_the_run(tiny_db
     assert "Score: [..........] 0%" in judged["observation"]
     assert result["judge_score"] == 0.0 and result["final_judge_score"] == 0.0
     assert not result["judge_degraded"]  # the judge answered, badly: a score, not a degradation
-    assert result["query"] == GOOD_SQL and result["confidence"] <= 0.5
+    assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(0.3)  # 0.2 raised into 0.3-0.5
+    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "submit_answer"]
 
 
 class FlakyEngine:
@@ -151,16 +181,16 @@ class FlakyEngine:
 
 
 def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
-    wrong = "SELECT count(*) FROM users"
-    answers = [draft(wrong, 0.8), step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
+    answers = [*failed_opening("v2"), step("validate_sql", query=ALL_USERS), step("llm_judge_evaluate", query=ALL_USERS),
+               step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="adds the filter", confidence=0.8)]  # fmt: skip
-    engine = FlakyEngine([verdict(0.3, ["no filter"])], good_calls=1)
+    engine = FlakyEngine([verdict(False, ["no filter"])], good_calls=1)
     judge = dspy.LM("flaky/judge", engine=engine, num_retries=0, cache=False)  # every call reaches the engine
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
                            judge_lm=judge)  # fmt: skip
     result = program.run("How many users are suspended?")
-    assert "NEEDS IMPROVEMENT" in result["reasoning_steps"][1]["observation"]  # the first verdict arrived
-    assert result["reasoning_steps"][3]["observation"].startswith("The judge is unavailable")
+    assert "NEEDS IMPROVEMENT" in result["reasoning_steps"][2]["observation"]  # the first verdict arrived
+    assert result["reasoning_steps"][4]["observation"].startswith("The judge is unavailable")
     assert result["judge_degraded"] and "judge service went down" in result["judge_errors"][0]
     assert result["query"] == GOOD_SQL and result["valid"]
     assert result["judge_score"] is None and result["confidence"] == pytest.approx(0.8)  # V1's confidence rule

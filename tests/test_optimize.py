@@ -1,4 +1,5 @@
-"""Metrics, the judge-reward function and the compile entry point, with scripted replies (DummyLM)."""
+"""Metrics, the judge-reward function and the compile entry point, with scripted replies (DummyLM, and an LM
+with token log-probabilities where the judge's P(True) is the score)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
+from tests.fakes import logprob_lm, scripted_draft, scripted_verdict, verdict
 from tests.tiny_db import write_spider_folder
 
 GOOD = "SELECT count(*) FROM users WHERE status = 'suspended'"
@@ -41,17 +43,6 @@ def answer(sql: str) -> dspy.Prediction:
     return dspy.Prediction(query=sql, explanation="counts suspended users")
 
 
-def verdict(score: float, issues: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "reasoning": "checked", "is_correct": score >= 0.7, "correctness_score": score,
-        "issues": issues or [], "suggestions": [f"fix {i}" for i in issues or []],
-    }
-
-
-def draft(sql: str) -> dict[str, Any]:
-    return {"sql": sql, "explanation": "x", "confidence": 0.9}
-
-
 # --------------------------------------------------------------------------- metrics
 
 
@@ -64,16 +55,25 @@ def test_execution_metric_is_a_float_or_a_bool_when_tracing(tiny_db: Path) -> No
 
 
 def test_judge_metric_speaks_each_optimizers_convention_with_one_judge_call(tiny_db: Path) -> None:
-    judge = DummyLM([verdict(0.8, ["ignores unblocked users"])])  # a second call would find no reply
+    issues = ["ignores unblocked users"]
+    judge = logprob_lm([scripted_verdict(0.8, issues, [f"fix {i}" for i in issues])])  # a second call finds no reply
     metric = make_metric("judge", judge_model=judge)
     ex, pred = example(tiny_db, gold=None), answer(GOOD)
-    assert metric(ex, pred) == pytest.approx(0.8)
+    assert metric(ex, pred) == pytest.approx(0.8)  # the judge model's P(True)
     assert metric(ex, pred, trace=[]) is True
     gepa = metric(ex, pred, None, "draft", [])
     assert isinstance(gepa, dspy.Prediction) and gepa.score == pytest.approx(0.8)
     assert "Issue: ignores unblocked users" in gepa.feedback and "Fix: fix ignores unblocked users" in gepa.feedback
     assert metric.for_gepa()(ex, pred).score == pytest.approx(0.8)
     assert len(judge.history) == 1
+    judge_prompt = str(judge.history[0]["messages"])  # judged on what the query returned, not on its schemas
+    assert "[[ ## execution_result ## ]]\\ncolumns: count(*)\\n1 row\\n| 1 |" in judge_prompt
+
+
+def test_judge_metric_without_token_probabilities_scores_the_written_verdict(tiny_db: Path) -> None:
+    ex = example(tiny_db, gold=None)
+    assert make_metric("judge", judge_model=DummyLM([verdict(True)]))(ex, answer(GOOD)) == 1.0
+    assert make_metric("judge", judge_model=DummyLM([verdict(False)]))(ex, answer(GOOD)) == 0.0
 
 
 def test_judge_metric_scores_an_invalid_query_zero_without_asking(tiny_db: Path) -> None:
@@ -84,7 +84,7 @@ def test_judge_metric_scores_an_invalid_query_zero_without_asking(tiny_db: Path)
 
 
 def test_combined_metric_averages_and_bootstraps_on_the_threshold(tiny_db: Path) -> None:
-    metric = make_metric("judge+execution", judge_model=DummyLM([verdict(0.4)]))
+    metric = make_metric("judge+execution", judge_model=logprob_lm([scripted_verdict(0.4)]))
     ex = example(tiny_db)
     assert metric(ex, answer(GOOD)) == pytest.approx(0.7)
     assert metric(ex, answer(GOOD), trace=[]) is True
@@ -148,11 +148,12 @@ def compile_folder(tmp_path: Path, tiny_db: Path) -> Path:
     return write_spider_folder(tmp_path / "data", tiny_db, {"train": TRAIN, "dev": DEV})
 
 
-def scripted(pairs: list[tuple[str, str]], judge_score: float = 0.9) -> DummyLM:
-    """Replies by prompt content: any judge prompt gets a verdict, a drafting prompt the gold SQL of its question."""
-    replies: dict[str, dict] = {JUDGE_KEY: verdict(judge_score)}
-    replies.update({q: draft(sql) for q, sql in pairs})
-    return DummyLM(replies)
+def scripted(pairs: list[tuple[str, str]], judge_score: float = 0.9) -> dspy.LM:
+    """Replies by prompt content: any judge prompt gets a verdict with P(True) = ``judge_score``, a drafting
+    prompt the gold SQL of its question."""
+    replies = {JUDGE_KEY: scripted_verdict(judge_score)}
+    replies.update({q: scripted_draft(sql, 0.9) for q, sql in pairs})
+    return logprob_lm(replies)
 
 
 def test_bootstrap_compile_saves_state_and_sidecar_and_loads_back(tmp_path: Path, tiny_db: Path) -> None:
@@ -243,4 +244,5 @@ def test_labeled_demos_teach_the_gold_sql_when_nothing_bootstraps(tmp_path: Path
     with dspy.context(lm=lm):
         program(question=DEV[0][0])
     drafting_prompt = next(str(e["messages"]) for e in lm.history if JUDGE_KEY not in str(e["messages"]))
-    assert demos[0]["sql"] in drafting_prompt and "Not supplied for this particular example" in drafting_prompt
+    assert f"[[ ## sql ## ]]\\n{demos[0]['sql']}" in drafting_prompt  # shown as a worked answer
+    assert "Not supplied for this particular example" not in drafting_prompt  # the SQL is a draft's only output

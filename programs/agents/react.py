@@ -297,11 +297,12 @@ class ReActAgentV2(ReActAgent):
         if not valid:
             return None  # the ReAct loop repairs from here
         groups = group_by_result(toolbox, valid)
+        total = sum(c.votes for c in valid)  # drafts behind the valid queries: the denominator of a vote share
         for group in groups:
             take_step(toolbox, trajectory, "Does this query's result answer the question?", "llm_judge_evaluate",
                       {"query": group.sql})
             group.verdict = state.judge_of(group.sql)
-        best = max(groups, key=lambda g: choice_score(g, len(valid)))
+        best = max(groups, key=lambda g: choice_score(g, total))
         if (best.verdict is None or best.verdict.correctness_score < LOW_SCORE) and not state.judge_degraded:
             redraft = Candidate(self._draft(toolbox, question, view, hints=repair_hints(best, toolbox)))
             if redraft.sql and all(redraft.sql != c.sql for c in pool) and self._check(
@@ -310,10 +311,10 @@ class ReActAgentV2(ReActAgent):
                 take_step(toolbox, trajectory, "Does the redraft's result answer the question?", "llm_judge_evaluate",
                           {"query": redraft.sql})
                 redraft.verdict = state.judge_of(redraft.sql)
-                if choice_score(redraft, len(valid)) > choice_score(best, len(valid)):
+                if choice_score(redraft, total) > choice_score(best, total):
                     best = redraft
         state.candidate_count = len(drafts)
-        state.agreement = best.votes / len(valid)
+        state.agreement = best.votes / total
         self._submit(toolbox, trajectory, best, "Submit the query whose result the judge and the candidates support.")
         return None
 

@@ -18,10 +18,12 @@ def describe_query(sql: str, dialect: str = "sqlite") -> str:
     """What ``sql`` reads, how it shapes the rows and what it returns; "" when it does not parse."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
-        return ""
-    if tree is None:
-        return ""
+        return _describe(tree, dialect) if tree is not None else ""
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError, RecursionError):
+        return ""  # RecursionError: a deeply nested query (sqlglot parses and renders recursively)
+
+
+def _describe(tree: exp.Expression, dialect: str) -> str:
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     tables = sorted({t.name for t in tree.find_all(exp.Table) if t.name and t.name not in ctes})
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
@@ -39,8 +41,9 @@ def describe_query(sql: str, dialect: str = "sqlite") -> str:
     if tree.args.get("order") or (select is not None and select.args.get("order")):
         steps.append("sorts")
     limit = tree.args.get("limit") or (select.args.get("limit") if select is not None else None)
-    if limit is not None:
-        steps.append(f"keeps the first {limit.expression.sql(dialect=dialect)}")
+    if limit is not None:  # LIMIT n (exp.Limit: "expression") or FETCH FIRST n ROWS ONLY (exp.Fetch: "count")
+        count = limit.args.get("expression") or limit.args.get("count")
+        steps.append("keeps the first " + (count.sql(dialect=dialect) if count is not None else "row"))
     if select is not None:
         outputs = [e.alias or (e.name if isinstance(e, exp.Column) else e.sql(dialect=dialect)) for e in select.expressions]
         if outputs:

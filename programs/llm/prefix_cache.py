@@ -85,7 +85,7 @@ class DiskPrefixStore:
             for ids_file in self.folder.glob("*.ids.npy"):
                 try:
                     self._index[ids_file.with_name(ids_file.name[: -len(".ids.npy")] + ".kv")] = np.load(ids_file)
-                except (OSError, ValueError):
+                except (OSError, ValueError, EOFError):  # EOFError: an empty file (a save killed mid-write)
                     self._drop(ids_file.with_name(ids_file.name[: -len(".ids.npy")] + ".kv"))
         return self._index
 
@@ -131,6 +131,7 @@ class DiskPrefixStore:
             "n_tokens": int(state.n_tokens), "n_vocab": int(state.scores.shape[-1]),
             "state_size": int(state.llama_state_size), "crc32": zlib.crc32(state.llama_state), "seed": int(state.seed),
         }
+        fh = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=self.folder, delete=False, suffix=".tmp") as fh:
@@ -142,8 +143,9 @@ class DiskPrefixStore:
             np.save(path.with_name(f"{name}.ids.npy"), ids)
         except OSError as exc:  # a full or read-only disk costs speed, never the answer
             logger.warning("could not save a KV state to %s: %s", self.folder, exc)
-            with contextlib.suppress(OSError):
-                os.unlink(fh.name)
+            if fh is not None:  # None: the folder could not be made, so no temporary file exists
+                with contextlib.suppress(OSError):
+                    os.unlink(fh.name)
             return False
         self.index[path] = ids
         self._evict()
