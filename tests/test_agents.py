@@ -324,10 +324,13 @@ def test_confidence_formula_and_caps(agent_conf: float, ok: bool, judge: float |
 def test_judge_loop_prevention_rule() -> None:
     state = AgentStateV2(question="q")
     assert not state.judge_should_stop(3)
+    state.judged_queries = ["SELECT 1", "SELECT 2", "SELECT 3"]
     state.judge_calls, state.judge_scores = 2, [0.5, 0.6]
     assert not state.judge_should_stop(3)  # improving
     state.judge_calls, state.judge_scores = 2, [0.6, 0.6]
     assert state.judge_should_stop(3)  # flat after two calls
+    state.candidate_queries = {"SELECT 1", "SELECT 2"}
+    assert not state.judge_should_stop(3)  # the opening's candidates are alternatives, not revisions
     state.judge_calls, state.judge_scores = 3, [0.2, 0.4, 0.6]
     assert state.judge_should_stop(3)  # budget spent
 

@@ -298,7 +298,8 @@ class ReActAgentV2(ReActAgent):
             return None  # the ReAct loop repairs from here
         groups = group_by_result(toolbox, valid)
         total = sum(c.votes for c in valid)  # drafts behind the valid queries: the denominator of a vote share
-        for group in groups:
+        state.candidate_queries.update(g.sql for g in groups)
+        for group in groups[: max(1, self.max_judge_calls - 1)]:  # one judge call stays for a redraft
             take_step(toolbox, trajectory, "Does this query's result answer the question?", "llm_judge_evaluate",
                       {"query": group.sql})
             group.verdict = state.judge_of(group.sql)
@@ -311,7 +312,7 @@ class ReActAgentV2(ReActAgent):
                 take_step(toolbox, trajectory, "Does the redraft's result answer the question?", "llm_judge_evaluate",
                           {"query": redraft.sql})
                 redraft.verdict = state.judge_of(redraft.sql)
-                if choice_score(redraft, total) > choice_score(best, total):
+                if judged_score(redraft) > judged_score(best):  # the redraft was asked for because the judge doubted best
                     best = redraft
         state.candidate_count = len(drafts)
         state.agreement = best.votes / total
@@ -360,10 +361,16 @@ def group_by_result(toolbox: Toolbox, candidates: list[Candidate]) -> list[Candi
     return sorted(groups.values(), key=lambda g: -g.votes)
 
 
+UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
+
+
+def judged_score(candidate: Candidate) -> float:
+    return candidate.verdict.correctness_score if candidate.verdict is not None else UNJUDGED_SCORE
+
+
 def choice_score(candidate: Candidate, total: int) -> float:
     """How strongly the evidence supports a candidate: the judge's probability and the candidates' agreement."""
-    judged = candidate.verdict.correctness_score if candidate.verdict is not None else 0.5
-    return 0.5 * judged + 0.5 * candidate.votes / max(1, total)
+    return 0.5 * judged_score(candidate) + 0.5 * candidate.votes / max(1, total)
 
 
 def repair_hints(candidate: Candidate, toolbox: Toolbox | None = None) -> str:

@@ -69,6 +69,7 @@ class AgentStateV2(AgentState):
     semantic_corrections: int = 0
     candidate_count: int = 1
     agreement: float | None = None
+    candidate_queries: set[str] = field(default_factory=set)
 
     @property
     def judge_degraded(self) -> bool:
@@ -79,10 +80,15 @@ class AgentStateV2(AgentState):
         return next((r for q, r in zip(reversed(self.judged_queries), reversed(self.judge_results)) if q == sql), None)
 
     def judge_should_stop(self, max_calls: int) -> bool:
-        """The seeds' loop prevention: stop at the budget, or when the last score did not improve."""
+        """The seeds' loop prevention: stop at the budget, or when the last revision's score did not improve.
+
+        Scores of the opening's candidates (``candidate_queries``) are alternatives, not revisions:
+        they are judged side by side, so only the budget limits them.
+        """
         if self.judge_calls >= max_calls:
             return True
-        return len(self.judge_scores) >= 2 and self.judge_scores[-1] <= self.judge_scores[-2]
+        revisions = [s for q, s in zip(self.judged_queries, self.judge_scores) if q not in self.candidate_queries]
+        return len(revisions) >= 2 and revisions[-1] <= revisions[-2]
 
 
 def combined_confidence(agent_confidence: float, validation: ValidationResult | None, judge_score: float | None) -> float:
