@@ -188,7 +188,7 @@ def test_v2_chooses_among_result_groups_by_judge_and_votes(
 ) -> None:
     same_rows = "SELECT count(id) FROM users"  # the majority's two queries return the same rows
     lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.6),
-                     scripted_verdict(p_majority), scripted_verdict(p_minority)])
+                     scripted_verdict(p_majority, ["counts every user"]), scripted_verdict(p_minority)])
     result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     judged = [s for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
     assert [s["args"]["query"] for s in judged] == [ALL_USERS, GOOD_SQL]  # one per group, most votes first
