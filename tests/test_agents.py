@@ -375,3 +375,20 @@ def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny
     queries = [s["args"].get("query") for s in result["reasoning_steps"]]
     assert queries[-2:] == [GOOD_SQL, GOOD_SQL] and BAD_SQL not in queries  # the opening step was truncated away
     assert queries == ["SELECT nope1 FROM users", "SELECT nope2 FROM users", GOOD_SQL, GOOD_SQL]  # none overwritten
+
+
+def test_the_judge_explains_only_a_rejection_in_a_second_call() -> None:
+    """The verdict comes alone first (its score read from P(True)); a rejected query gets its issues from a second call."""
+    import dspy
+
+    from text2sql_dspy.programs.agents.judge import judge_sql
+    from text2sql_dspy.signatures import JudgeSQL
+
+    inputs = {"question": "How many users are suspended?", "sql": ALL_USERS, "execution_result": "1 row\n| 3 |"}
+    accepted = logprob_lm([scripted_verdict(0.9)])
+    assert judge_sql(dspy.Predict(JudgeSQL), accepted, **inputs).correctness_score == pytest.approx(0.9)
+    assert len(accepted.engine.requests) == 1
+    rejected = logprob_lm([scripted_verdict(0.2), scripted_verdict(0.2, ["counts every user"], ["filter on status"])])
+    verdict_ = judge_sql(dspy.Predict(JudgeSQL), rejected, **inputs)
+    assert verdict_.correctness_score == pytest.approx(0.2) and verdict_.issues == ["counts every user"]
+    assert verdict_.suggestions == ["filter on status"] and len(rejected.engine.requests) == 2
