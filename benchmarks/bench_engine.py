@@ -153,6 +153,7 @@ SWEEP = {  # name -> LlamaSettings changes against the engine's defaults for thi
     "extra bufts on, flash attention": {"use_extra_bufts": True, "flash_attn": True},
     "extra bufts on, n_batch 256": {"use_extra_bufts": True, "n_batch": 256, "n_ubatch": 256},
     "extra bufts on, KV q8_0 + flash": {"use_extra_bufts": True, "flash_attn": True, "type_kv": 8},
+    "extra bufts on, 1 thread": {"use_extra_bufts": True, "n_threads": 1},
 }
 
 
@@ -181,7 +182,7 @@ def sweep(path: Path, args: argparse.Namespace, results: dict[str, object]) -> N
             n_gen = int(out["usage"]["completion_tokens"])
             figures[name]["prompt"].append(n_prompt / prompt_s)
             figures[name]["gen"].append(n_gen / gen_s)
-            print(f"  round {r + 1}: {name:<36} prompt {n_prompt / prompt_s:6.1f} tok/s  generation {n_gen / gen_s:5.1f} tok/s")
+            print(f"  round {r + 1}: {name:<36} prompt {n_prompt / prompt_s:6.1f} tok/s  generation {n_gen / gen_s:5.1f} tok/s", flush=True)
             shared.close()
     print(f"{'setting':<38} {'prompt tok/s':>12} {'gen tok/s':>10}   (median of {args.rounds} rounds)")
     for name, fig in figures.items():
