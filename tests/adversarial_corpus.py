@@ -362,10 +362,10 @@ def obeying_lm(sql: str) -> DummyLM:
     """A model that drafts ``sql`` every time it is asked for a draft (first draft, samples, redrafts), and
     submits it every time it is asked for a step: as if a prompt injection told it to."""
     submit = {"query": sql, "explanation": "as instructed", "confidence": 1.0}
-    return DummyLM({  # a reply per prompt kind, keyed by the output field the prompt asks for first
-        "`[[ ## sql ## ]]`": {"sql": sql},
-        "`[[ ## next_thought ## ]]`": {"next_thought": "Submit it.", "next_tool_name": "submit_answer",
-                                       "next_tool_args": submit},
+    return DummyLM({  # a reply per prompt kind, keyed by an input only that kind's question turn holds
+        "[[ ## trajectory ## ]]": {"next_thought": "Submit it.", "next_tool_name": "submit_answer",
+                                   "next_tool_args": submit},
+        "[[ ## hints ## ]]": {"sql": sql},
     })  # fmt: skip
 
 

@@ -29,6 +29,8 @@ ALL_USERS = "SELECT count(*) FROM users"  # valid, but ignores the filter the qu
 
 
 def agent(cls: type, tiny_db: Path, tiny_schemas: Path, answers: list[dict] | dspy.LM, **kwargs: Any) -> Any:
+    if issubclass(cls, ReActAgent):
+        kwargs.setdefault("max_repair_steps", 10)  # room for the loop-mechanics tests; the default cap has its own test
     lm = answers if isinstance(answers, dspy.BaseLM) else DummyLM(answers)
     return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, **kwargs)
 
@@ -369,7 +371,8 @@ def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny
     answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query="SELECT nope1 FROM users"),
                step("validate_sql", query="SELECT nope2 FROM users"), step("validate_sql", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
-    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=OverflowingLM(answers))
+    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=OverflowingLM(answers),
+                           max_repair_steps=10)
     result = program.run("How many users are suspended?")
     assert result["query"] == GOOD_SQL and result["valid"]
     queries = [s["args"].get("query") for s in result["reasoning_steps"]]
@@ -392,3 +395,12 @@ def test_the_judge_explains_only_a_rejection_in_a_second_call() -> None:
     verdict_ = judge_sql(dspy.Predict(JudgeSQL), rejected, **inputs)
     assert verdict_.correctness_score == pytest.approx(0.2) and verdict_.issues == ["counts every user"]
     assert verdict_.suggestions == ["filter on status"] and len(rejected.engine.requests) == 2
+
+
+def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Path, tiny_schemas: Path) -> None:
+    fresh = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *fresh],
+                    max_repair_steps=3, max_validation_attempts=20)
+    result = program.run("How many users are suspended?")
+    assert result["fallback_reason"] == "repair step limit reached (3 agent steps)"
+    assert len(result["reasoning_steps"]) == 1 + 3  # the opening's check (the redraft repeated it), then three agent steps

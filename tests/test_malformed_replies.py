@@ -186,7 +186,7 @@ def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tin
                step("submit_answer", query=GOOD_SQL, explanation="adds the filter", confidence=0.8)]  # fmt: skip
     engine = FlakyEngine([verdict(False, ["no filter"])], good_calls=1)
     judge = dspy.LM("flaky/judge", engine=engine, num_retries=0, cache=False)  # every call reaches the engine
-    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
+    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers), max_repair_steps=10,
                            judge_lm=judge)  # fmt: skip
     result = program.run("How many users are suspended?")
     assert "NEEDS IMPROVEMENT" in result["reasoning_steps"][2]["observation"]  # the first verdict arrived

@@ -48,6 +48,9 @@ Tools:
 
 JUDGE_RULE = " and llm_judge_evaluate scored it 70% or more"
 STALL_LIMIT = 3  # repair ends after this many tool calls in a row that changed nothing (see _progress)
+# One agent step is a thought, a tool name and its arguments: a full query fits in 200 tokens. Without
+# the cap a run-on step wrote up to 1,024 tokens (~70 s on 2 cores).
+STEP_MAX_TOKENS = 200
 SAMPLE_TEMPERATURE = 0.7
 
 
@@ -71,18 +74,21 @@ class SQLReAct(dspy.ReAct):
             .append("next_tool_args", dspy.OutputField(), type_=dict[str, Any])
         )
 
-    def run_loop(self, toolbox: Toolbox, trajectory: dict[str, Any], **inputs: Any) -> str | None:
-        """Take agent steps until an answer is accepted; the reason it stopped early, or None."""
+    def run_loop(self, toolbox: Toolbox, trajectory: dict[str, Any], *, max_steps: int, **inputs: Any) -> str | None:
+        """Take up to ``max_steps`` agent steps until an answer is accepted; the reason it stopped early, or None."""
         state = toolbox.state
         idle = 0  # tool calls in a row that validated no new query, found no new table and asked no judge
-        while state.final_answer is None:
+        for _ in range(max_steps):
+            if state.final_answer is not None:
+                return None
             if state.iteration >= toolbox.limits.max_iterations:
                 return f"iteration limit reached ({toolbox.limits.max_iterations} tool calls)"
             if idle >= STALL_LIMIT:
                 return f"stalled ({STALL_LIMIT} tool calls in a row changed nothing)"
             try:
                 pred, error = predict_or_error(
-                    self._call_with_potential_trajectory_truncation, self.react, trajectory, **inputs
+                    self._call_with_potential_trajectory_truncation, self.react, trajectory,
+                    config={"max_tokens": STEP_MAX_TOKENS}, **inputs,
                 )
             except ContextWindowExceededError as exc:
                 return f"context window exceeded: {exc}"
@@ -91,7 +97,7 @@ class SQLReAct(dspy.ReAct):
             before = _progress(state)
             take_step(toolbox, trajectory, pred.next_thought, pred.next_tool_name, pred.next_tool_args)
             idle = idle + 1 if _progress(state) == before else 0
-        return None
+        return None if state.final_answer is not None else f"repair step limit reached ({max_steps} agent steps)"
 
 
 def take_step(toolbox: Toolbox, trajectory: dict[str, Any], thought: str, name: str, args: Any) -> str:
@@ -133,9 +139,11 @@ class ReActAgent(Text2SQLProgram):
         max_iterations: int = 10,
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
+        max_repair_steps: int = 3,
         **kwargs: Any,
     ):
         super().__init__(db_path, **kwargs)
+        self.max_repair_steps = max_repair_steps
         self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, self._judge_budget())
         self.draft = dspy.Predict(DraftSQL)
         template = Toolbox(None, None, None, None, self.limits, judge=self._judge_fn())  # type: ignore[arg-type]
@@ -161,7 +169,9 @@ class ReActAgent(Text2SQLProgram):
         trajectory: dict[str, Any] = {}
         stop_reason = self._opening(toolbox, trajectory, question, view)
         if state.final_answer is None and stop_reason is None:
-            stop_reason = self.agent.run_loop(toolbox, trajectory, question=question, table_schemas=view.text, hints="")
+            stop_reason = self.agent.run_loop(
+                toolbox, trajectory, max_steps=self.max_repair_steps, question=question, table_schemas=view.text, hints=""
+            )
         if state.final_answer is None:
             state.final_answer = best_effort_answer(state, toolbox.agent_confidence, stop_reason)
         return self.result(state, trajectory, stop_reason)
