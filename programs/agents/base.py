@@ -17,6 +17,7 @@ import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError, QuestionError
 from text2sql_dspy.programs.retrieval.retriever import make_retriever, render_hits
+from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
 
@@ -38,7 +39,7 @@ class Text2SQLProgram(dspy.Module):
         lm: dspy.LM | None = None,
     ):
         super().__init__()
-        self.db_path = None if db_path is None else Path(db_path)
+        self.db_path = None if db_path is None else _path_or_url(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
         self.retrieval_type = retrieval_type
         self.top_k = top_k
@@ -111,3 +112,8 @@ def check_question(question: Any) -> str:
             f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
         )
     return question
+
+
+def _path_or_url(target: Path | str) -> Path | str:
+    """A database URL stays text (``Path`` would fold its ``//``); a file becomes a :class:`Path`."""
+    return target if is_url(target) else Path(target)
