@@ -118,6 +118,49 @@ def start() -> Server:
     return server
 
 
+SPIDER_LIKE_DDL = """
+CREATE TABLE Singer (Singer_ID INTEGER PRIMARY KEY, Name TEXT, Country TEXT, Age INTEGER);
+CREATE TABLE Concert (Concert_ID INTEGER PRIMARY KEY, Concert_Name TEXT, Year TEXT,
+                      Singer_ID INTEGER REFERENCES Singer(Singer_ID));
+INSERT INTO Singer VALUES (1, 'Joe Sharp', 'Netherlands', 52), (2, 'Timbaland', 'United States', 32),
+                          (3, 'Justin Brown', 'France', 29), (4, 'Rose White', 'France', 41);
+INSERT INTO Concert VALUES (1, 'Auditions', '2014', 1), (2, 'Super bootcamp', '2014', 2), (3, 'Home Visits', '2015', 2);
+"""
+SPIDER_LIKE_EXTRAS = [  # a second schema, and comments the catalog must carry
+    "CREATE SCHEMA billing",
+    "CREATE TABLE billing.invoices (invoice_id integer PRIMARY KEY, singer_id integer REFERENCES singer(singer_id), "
+    "total numeric(10, 2) NOT NULL)",
+    "INSERT INTO billing.invoices VALUES (1, 1, 120.50), (2, 2, 99.00)",
+    "COMMENT ON TABLE billing.invoices IS 'Invoices sent to singers'",
+    "COMMENT ON COLUMN billing.invoices.total IS 'Amount in euros, tax included'",
+    "ANALYZE",
+]
+
+
+def build_spider_like(path: Path) -> Path:
+    """A two-table Spider-style SQLite database (mixed-case names, a foreign key) at ``path``."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.executescript(SPIDER_LIKE_DDL)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def load_test_databases(server: Server) -> None:
+    """``saas`` (the bundled database) and ``spider_like`` (plus a ``billing`` schema), readable by the reader role."""
+    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.db.transfer import copy_sqlite_database
+
+    copy_sqlite_database(ensure_bundled_database(), server.create_database("saas"))
+    server.grant_reader("saas")
+    copy_sqlite_database(build_spider_like(server.folder / "spider_like.sqlite"), server.create_database("spider_like"))
+    for statement in SPIDER_LIKE_EXTRAS:
+        server.psql("spider_like", statement)
+    server.grant_reader("spider_like")
+
+
 def _unprivileged_user() -> str:
     for name in (SUPERUSER, "nobody"):
         try:
@@ -130,13 +173,8 @@ def _unprivileged_user() -> str:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
-    from text2sql_dspy.programs.db.transfer import copy_sqlite_database
-
     server = start()
-    server.create_database("saas")
-    copy_sqlite_database(ensure_bundled_database(), server.url("saas"))
-    server.grant_reader("saas")
+    load_test_databases(server)
     print(f"PostgreSQL is up. The bundled database, read-only role:\n  {server.reader_url('saas')}\nCtrl-C stops it.")
     try:
         import time

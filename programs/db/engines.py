@@ -32,6 +32,18 @@ CONNECT_TIMEOUT_S = 10
 DUCKDB_MEMORY_LIMIT = "2GB"
 READ_ONLY_ROLE_HELP = "see the README, 'A read-only role for PostgreSQL'"
 
+# DuckDB opens a file once per process: every connection to it must use these same settings.
+DUCKDB_CONNECT_ARGS = {
+    "read_only": True,
+    "config": {
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "memory_limit": DUCKDB_MEMORY_LIMIT,
+        "lock_configuration": True,
+    },
+}
+
 # Volatile built-ins that only read (or only compute); every other volatile function may write.
 HARMLESS_VOLATILE = frozenset({"random", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4", "random_normal"})
 
@@ -182,7 +194,7 @@ class PostgresDatabase(EngineDatabase):
             "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR EXISTS ("
             " SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
-            " AND n.nspname NOT LIKE 'pg\\_%' AND has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))"
+            " AND left(n.nspname, 3) <> 'pg_' AND has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE'))"
         ).one()
         return bool(row[0])
 
@@ -220,17 +232,7 @@ class DuckDBDatabase(EngineDatabase):
         from sqlalchemy import create_engine
         from sqlalchemy.pool import QueuePool
 
-        config = {
-            "enable_external_access": False,
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "memory_limit": DUCKDB_MEMORY_LIMIT,
-            "lock_configuration": True,
-        }
-        return create_engine(
-            self.address.sqlalchemy_url(), poolclass=QueuePool, pool_size=2,
-            connect_args={"read_only": True, "config": config},
-        )  # fmt: skip
+        return create_engine(self.address.sqlalchemy_url(), poolclass=QueuePool, pool_size=2, connect_args=DUCKDB_CONNECT_ARGS)
 
     def _run(self, sql: str, timeout: float, cap: int) -> tuple[list[str], list[tuple]]:
         with self.engine.connect() as conn:

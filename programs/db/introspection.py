@@ -47,7 +47,7 @@ def _postgres_tables(engine: Any) -> list[Table]:
             }
             references = {}
             for fk in inspector.get_foreign_keys(name, schema=schema):
-                target = qualified(fk.get("referred_schema") or schema, fk["referred_table"], default)
+                target = qualified(fk.get("referred_schema"), fk["referred_table"], default)  # None: the default schema
                 for source_col, target_col in zip(fk["constrained_columns"], fk["referred_columns"]):
                     references[source_col] = f"{target}.{target_col}"
             columns = [

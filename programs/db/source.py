@@ -10,6 +10,7 @@ from pathlib import Path
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
+from text2sql_dspy.programs.db.dialect import DIALECT_NAMES
 from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
@@ -41,8 +42,6 @@ class DataSource:
         """Rendered schemas under a line naming the database and its SQL dialect."""
         return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {self.db_id!r}\n\n{schemas}"
 
-
-DIALECT_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL"}
 
 _cache: dict[tuple[str, str | None], DataSource] = {}
 _lock = threading.Lock()
