@@ -660,23 +660,22 @@ def make_arena(source_db: Path, folder: Path) -> Arena:
 
 POSTGRES_CHECKSUM_QUERIES = [
     # the catalog: relations (with their privileges), columns, functions, triggers, roles, databases,
-    # extensions, large objects, sequences' positions and the server's configuration files
-    "SELECT n.nspname || '.' || c.relname || ':' || c.relkind || ':' || coalesce(c.relacl::text, '') FROM pg_class c "
+    # extensions, large objects, sequences' positions, comments and the server's configuration files
+    "SELECT concat_ws(':', n.nspname, c.relname, c.relkind, c.relacl) FROM pg_class c "
     "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
-    "SELECT a.attrelid::regclass::text || '.' || a.attname || ':' || a.atttypid::regtype::text FROM pg_attribute a "
+    "SELECT concat_ws(':', a.attrelid::regclass, a.attname, a.atttypid::regtype) FROM pg_attribute a "
     "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE a.attnum > 0 AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
-    "SELECT p.oid::regprocedure::text || ':' || p.provolatile || ':' || md5(p.prosrc) FROM pg_proc p "
+    "SELECT concat_ws(':', p.oid::regprocedure, p.provolatile, md5(p.prosrc)) FROM pg_proc p "
     "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')",
-    "SELECT tgrelid::regclass::text || '.' || tgname FROM pg_trigger",
-    "SELECT rolname || ':' || rolsuper || rolcreaterole || rolcreatedb || rolcanlogin FROM pg_roles",
+    "SELECT concat_ws(':', tgrelid::regclass, tgname) FROM pg_trigger",
+    "SELECT concat_ws(':', rolname, rolsuper, rolcreaterole, rolcreatedb, rolcanlogin) FROM pg_roles",
     "SELECT datname FROM pg_database",
-    "SELECT extname || ':' || extversion FROM pg_extension",
-    "SELECT 'lo:' || oid FROM pg_largeobject_metadata",
-    "SELECT schemaname || '.' || sequencename || ':' || coalesce(last_value::text, '-') FROM pg_sequences",
-    "SELECT 'description:' || objoid || ':' || objsubid || ':' || description FROM pg_description "
-    "WHERE objoid >= 16384",
-    "SELECT 'setting:' || name || '=' || coalesce(setting, '') FROM pg_file_settings",
+    "SELECT concat_ws(':', extname, extversion) FROM pg_extension",
+    "SELECT concat_ws(':', 'lo', oid) FROM pg_largeobject_metadata",
+    "SELECT concat_ws(':', schemaname, sequencename, last_value) FROM pg_sequences",
+    "SELECT concat_ws(':', objoid, objsubid, description) FROM pg_description WHERE objoid >= 16384",
+    "SELECT concat_ws(':', name, setting) FROM pg_file_settings",
 ]
 
 

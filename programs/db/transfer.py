@@ -38,7 +38,7 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
     for table in catalog.tables:
         values = rows[table.name]
         columns = [
-            Column(fold(c.name), _sql_type(c.type, [r[i] for r in values], types), nullable=True)
+            Column(fold(c.name), _sql_type(c.type, [r[i] for r in values], types), nullable=True, autoincrement=False)
             for i, c in enumerate(table.columns)
         ]
         constraints: list[Any] = []
