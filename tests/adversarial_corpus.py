@@ -202,8 +202,6 @@ FIXED_WRITES: dict[str, list[str]] = {
         "SELECT load_extension('{scratch}/evil.so')",
         "SELECT load_extension('evil', 'sqlite3_evil_init')",
         'SELECT "load_extension"(\'evil\')',
-        "SELECT [load_extension]('evil')",
-        "SELECT `load_extension`('evil')",
         "WITH e AS (SELECT load_extension('evil') AS x) SELECT x FROM e",
         "SELECT readfile('/etc/passwd')",
         "SELECT writefile('{scratch}/w.txt', 'x')",
@@ -211,6 +209,9 @@ FIXED_WRITES: dict[str, list[str]] = {
         "SELECT fts3_tokenizer('simple')",
     ],
 }
+
+# Names quoted as only SQLite quotes them: refused there, a syntax error in the other dialects.
+SQLITE_QUOTED = ["SELECT [load_extension]('evil')", "SELECT `load_extension`('evil')"]
 
 # Statements hidden in comments or strings: (template, expect). A write that really follows a
 # comment or string must be refused; one that lives inside it is harmless text.
@@ -452,6 +453,8 @@ def build_corpus(targets: Sequence[Target], scratch: Path, dialect: str = "sqlit
             add(category, sql, "refuse")
     for sql in MULTI_FIXED:
         add("multi_statement", sql, "refuse")
+    for sql in SQLITE_QUOTED:
+        add("dangerous_function", sql, "refuse" if dialect == "sqlite" else "reject")
     for sql, expect in ENCODING_FIXED:
         cases.append(Case("encoding", sql, expect))
     t, a, _ = targets[0]
@@ -533,9 +536,11 @@ class Outcome:
 class Harness:
     """The three paths a query can take into a database, built once per database.
 
-    ``db_path`` is the SQLite file, or the URL the tool connects with. ``snapshot`` is the per-case change
-    detector and ``checksum`` the whole-run proof: for SQLite the file's metadata and its sha256, for the
-    other engines :func:`engine_checksum` (every table's contents and the catalog) for both.
+    ``db_path`` is the SQLite file, or the URL the tool connects with. ``snapshot`` is the cheap per-case
+    change detector and ``checksum`` the whole-run proof: for SQLite the file's metadata and its sha256;
+    for PostgreSQL the next transaction id (every committed write takes one), sequences and large objects,
+    then :func:`engine_checksum` (every table's contents and the catalog); for DuckDB the file's sha256,
+    then the file's sha256 and :func:`engine_checksum`.
     """
 
     db_path: Path | str
@@ -547,7 +552,14 @@ class Harness:
     checksum: Callable[[], str]
 
     @classmethod
-    def open(cls, db_path: Path | str, scratch: Path, source: DataSource, checksum: Callable[[], str] | None = None) -> Harness:
+    def open(
+        cls,
+        db_path: Path | str,
+        scratch: Path,
+        source: DataSource,
+        checksum: Callable[[], str] | None = None,
+        snapshot: Callable[[], object] | None = None,
+    ) -> Harness:
         database = open_database(db_path, timeout_s=EXECUTOR_TIMEOUT_S)
         validator = SQLValidator(
             source.catalog, database, dialect=database.dialect, dry_run_timeout_s=DRY_RUN_TIMEOUT_S
@@ -556,7 +568,8 @@ class Harness:
             return cls(db_path, scratch, source, validator, database,
                        lambda: fingerprint(Path(db_path), scratch), lambda: sha256(Path(db_path)))  # fmt: skip
         listing = lambda: tuple(sorted(p.name for p in scratch.iterdir()))  # noqa: E731
-        return cls(db_path, scratch, source, validator, database, lambda: (checksum(), listing()), checksum)
+        cheap = snapshot or checksum
+        return cls(db_path, scratch, source, validator, database, lambda: (cheap(), listing()), checksum)
 
     def toolbox(self, limits: Limits | None = None) -> Toolbox:
         state = AgentState(question="adversarial corpus")
@@ -763,7 +776,7 @@ def make_postgres_arena(server: object, source_db: Path, name: str, folder: Path
     scratch.chmod(0o777)  # the server runs as another user: let it try (and fail) to write here
     url = server.reader_url(name)  # type: ignore[attr-defined]
     checksum = lambda: engine_checksum(admin_url, "postgres")  # noqa: E731
-    harness = Harness.open(url, scratch, open_source(url), checksum)
+    harness = Harness.open(url, scratch, open_source(url), checksum, _checksum_when_counter_moves(admin_url, checksum))
     return Arena(harness, build_corpus(targets, scratch, "postgres"), checksum())
 
 
@@ -785,8 +798,40 @@ def make_duckdb_arena(source_db: Path, folder: Path) -> Arena:
     scratch.mkdir()
     url = f"duckdb:///{path}"
     file_and_contents = lambda: f"{sha256(path)}:{engine_checksum(url, 'duckdb')}"  # noqa: E731
-    harness = Harness.open(url, scratch, open_source(url), file_and_contents)
+    harness = Harness.open(url, scratch, open_source(url), file_and_contents, lambda: sha256(path))
     return Arena(harness, build_corpus(targets, scratch, "duckdb"), file_and_contents())
+
+
+def _checksum_when_counter_moves(admin_url: str, checksum: Callable[[], str]) -> Callable[[], object]:
+    """The full checksum, recomputed only when :func:`_postgres_write_counter` moved (a write may have
+    happened: a transaction id was taken, even by a rolled-back ``lo_create``); cached otherwise."""
+    counter = _postgres_write_counter(admin_url)
+    last: dict[str, object] = {}
+
+    def snapshot() -> object:
+        now = counter()
+        if last.get("counter") != now:
+            last["counter"], last["checksum"] = now, checksum()
+        return last["checksum"]
+
+    return snapshot
+
+
+def _postgres_write_counter(admin_url: str) -> Callable[[], object]:
+    """A one-query detector of possible writes: the next transaction id, sequence positions, large objects."""
+    import psycopg
+
+    query = (
+        "SELECT pg_snapshot_xmax(pg_current_snapshot())::text, "
+        "(SELECT string_agg(concat_ws(':', sequencename, last_value), ',' ORDER BY sequencename) FROM pg_sequences), "
+        "(SELECT count(*) FROM pg_largeobject_metadata)"
+    )
+
+    def counter() -> object:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            return conn.execute(query.encode()).fetchone()
+
+    return counter
 
 
 def _engine_targets(source_db: Path) -> list[Target]:

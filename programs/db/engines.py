@@ -160,7 +160,10 @@ class PostgresDatabase(EngineDatabase):
                     columns = [d.name for d in cur.description or []]
                 return columns, rows
             finally:
-                raw.rollback()
+                try:
+                    raw.rollback()
+                except Exception:  # the query ended the session (pg_terminate_backend): drop the connection
+                    conn.invalidate()
 
     def _is_timeout(self, exc: Exception) -> bool:
         return getattr(exc, "sqlstate", None) == "57014"  # query_canceled: statement_timeout

@@ -87,7 +87,7 @@ _OTHER_STATEMENT_KEYWORDS = frozenset(
         "LOAD", "CALL", "EXEC", "EXECUTE", "SET", "USE", "RENAME", "COMMENT", "LOCK", "UNLOCK", "KILL",
         # PostgreSQL and DuckDB
         "DO", "LISTEN", "NOTIFY", "UNLISTEN", "RESET", "DISCARD", "PREPARE", "DEALLOCATE", "REFRESH", "CLUSTER",
-        "CHECKPOINT", "EXPORT", "IMPORT", "INSTALL", "FORCE", "SECURITY", "REASSIGN",
+        "CHECKPOINT", "EXPORT", "IMPORT", "INSTALL", "FORCE", "SECURITY", "REASSIGN", "START",
     }
 )  # fmt: skip
 # Words that keep text after a ';' from being dropped as prose (it may hide a second statement).
