@@ -46,6 +46,8 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
             constraints.append(PrimaryKeyConstraint(*[fold(k) for k in table.primary_key]))
         Table(fold(table.name), metadata, *columns, *constraints)
     _add_foreign_keys(catalog, rows, metadata, fold, ForeignKeyConstraint)
+    if address.path is not None:
+        address.path.parent.mkdir(parents=True, exist_ok=True)  # a new DuckDB file
     engine = create_engine(address.sqlalchemy_url())
     try:
         with engine.begin() as conn:
