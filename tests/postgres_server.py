@@ -173,9 +173,13 @@ def _unprivileged_user() -> str:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill PID` stops the server too
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = start()
     load_test_databases(server)
-    print(f"PostgreSQL is up. The bundled database, read-only role:\n  {server.reader_url('saas')}\nCtrl-C stops it.")
+    print(f"PostgreSQL is up. The bundled database, read-only role:\n  {server.reader_url('saas')}\nCtrl-C (or kill PID) stops it.")
     try:
         import time
 
