@@ -188,7 +188,7 @@ def test_v2_chooses_among_result_groups_by_judge_and_votes(
 ) -> None:
     same_rows = "SELECT count(id) FROM users"  # the majority's two queries return the same rows
     lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.6),
-                     scripted_verdict(p_majority), scripted_verdict(p_minority)])
+                     scripted_verdict(p_majority, ["counts every user"]), scripted_verdict(p_minority)])
     result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     judged = [s for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
     assert [s["args"]["query"] for s in judged] == [ALL_USERS, GOOD_SQL]  # one per group, most votes first
@@ -375,3 +375,20 @@ def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny
     queries = [s["args"].get("query") for s in result["reasoning_steps"]]
     assert queries[-2:] == [GOOD_SQL, GOOD_SQL] and BAD_SQL not in queries  # the opening step was truncated away
     assert queries == ["SELECT nope1 FROM users", "SELECT nope2 FROM users", GOOD_SQL, GOOD_SQL]  # none overwritten
+
+
+def test_the_judge_explains_only_a_rejection_in_a_second_call() -> None:
+    """The verdict comes alone first (its score read from P(True)); a rejected query gets its issues from a second call."""
+    import dspy
+
+    from text2sql_dspy.programs.agents.judge import judge_sql
+    from text2sql_dspy.signatures import JudgeSQL
+
+    inputs = {"question": "How many users are suspended?", "sql": ALL_USERS, "execution_result": "1 row\n| 3 |"}
+    accepted = logprob_lm([scripted_verdict(0.9)])
+    assert judge_sql(dspy.Predict(JudgeSQL), accepted, **inputs).correctness_score == pytest.approx(0.9)
+    assert len(accepted.engine.requests) == 1
+    rejected = logprob_lm([scripted_verdict(0.2), scripted_verdict(0.2, ["counts every user"], ["filter on status"])])
+    verdict_ = judge_sql(dspy.Predict(JudgeSQL), rejected, **inputs)
+    assert verdict_.correctness_score == pytest.approx(0.2) and verdict_.issues == ["counts every user"]
+    assert verdict_.suggestions == ["filter on status"] and len(rejected.engine.requests) == 2

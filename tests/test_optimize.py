@@ -84,7 +84,7 @@ def test_judge_metric_scores_an_invalid_query_zero_without_asking(tiny_db: Path)
 
 
 def test_combined_metric_averages_and_bootstraps_on_the_threshold(tiny_db: Path) -> None:
-    metric = make_metric("judge+execution", judge_model=logprob_lm([scripted_verdict(0.4)]))
+    metric = make_metric("judge+execution", judge_model=logprob_lm([scripted_verdict(0.4, ["misses the status filter"])]))
     ex = example(tiny_db)
     assert metric(ex, answer(GOOD)) == pytest.approx(0.7)
     assert metric(ex, answer(GOOD), trace=[]) is True

@@ -17,7 +17,7 @@ import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError, QuestionError
 from text2sql_dspy.programs.db.address import is_url
-from text2sql_dspy.programs.llm.schema_first_adapter import SchemaFirstAdapter
+from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
@@ -84,7 +84,7 @@ class Text2SQLProgram(dspy.Module):
         question = check_question(question)
         source = self.source(db_path)
         start = time.perf_counter()
-        with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or SchemaFirstAdapter()), metered() as usage:
+        with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()), metered() as usage:
             fields = self.answer(question, source)
         fields.update(usage.to_dict())
         fields["latency_s"] = time.perf_counter() - start

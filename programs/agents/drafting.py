@@ -23,6 +23,7 @@ __all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql", "logp
 DRAFT_MAX_TOKENS = 320
 NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropic)
 TOP_LOGPROBS = 5
+FIELD_END = "\n\n[["  # where ChatAdapter starts the next field (or its completion marker): stop there
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def draft_sql(
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
     token log-probabilities, else :data:`NEUTRAL_CONFIDENCE`.
     """
-    config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS)
+    config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
         config.update(temperature=temperature, seed=seed, rollout_id=seed)
     with dspy.context(lm=lm):

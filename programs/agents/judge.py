@@ -13,27 +13,40 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.agents.drafting import logprob_config
+from text2sql_dspy.programs.agents.drafting import FIELD_END, logprob_config
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_of_true, reply_tokens
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
 __all__ = ["JUDGE_MAX_TOKENS", "judge_sql"]
 
-JUDGE_MAX_TOKENS = 200  # a verdict with two short issue lists; a correct verdict takes ~35 tokens
+JUDGE_MAX_TOKENS = 200  # a verdict with two short issue lists
+VERDICT_MAX_TOKENS = 16  # "[[ ## is_correct ## ]]\nTrue": the verdict alone
+REJECTED_BELOW = 0.5
 
 
-def judge_sql(predictor: dspy.Predict, lm: Any, *, question: str, sql: str, execution_result: str) -> LLMJudgeOutput:
+def judge_sql(
+    predictor: dspy.Predict, lm: Any, *, question: str, sql: str, execution_result: str, explain: bool = True
+) -> LLMJudgeOutput:
     """``predictor`` (over :class:`~signatures.judging.JudgeSQL`) run on ``lm``.
 
-    An unparseable reply scores 0.0, with the reason as the verdict's only issue. Errors of the LM
-    itself (network, missing key) propagate: the caller decides whether to degrade.
+    The judge first writes its verdict alone (a few tokens; the score is read there). Only a
+    query it rejects, and only with ``explain``, costs a second call for the issues and fixes
+    (its prompt is then served from the KV cache). An unparseable reply scores 0.0, with the
+    reason as the verdict's only issue. Errors of the LM itself (network, missing key) propagate:
+    the caller decides whether to degrade.
     """
+    inputs = {"question": question, "sql_query": sql, "execution_result": execution_result}
+    verdict = _judge_once(predictor, lm, inputs, max_tokens=VERDICT_MAX_TOKENS, stop=[FIELD_END])
+    if explain and verdict.correctness_score < REJECTED_BELOW and not verdict.issues:
+        explained = _judge_once(predictor, lm, inputs, max_tokens=JUDGE_MAX_TOKENS)
+        verdict = verdict.model_copy(update={"issues": explained.issues, "suggestions": explained.suggestions})
+    return verdict
+
+
+def _judge_once(predictor: dspy.Predict, lm: Any, inputs: dict[str, str], **config: Any) -> LLMJudgeOutput:
     with dspy.context(lm=lm):
-        pred, error = predict_or_error(
-            predictor, question=question, sql_query=sql, execution_result=execution_result,
-            config=logprob_config(lm, max_tokens=JUDGE_MAX_TOKENS),
-        )
+        pred, error = predict_or_error(predictor, config=logprob_config(lm, **config), **inputs)
     if pred is None:
         return LLMJudgeOutput(is_correct=False, correctness_score=0.0, issues=[f"judge output unusable: {error}"])
     written = pred.get("is_correct")

@@ -236,7 +236,7 @@ class ReActAgentV2(ReActAgent):
         judge_lm: dspy.LM | None = None,
         max_judge_calls: int = 3,
         candidates: int = 3,
-        sample_below: float = 0.95,
+        sample_below: float = 0.9,
         **kwargs: Any,
     ):
         self.judge_model_id = judge_model_id
