@@ -21,6 +21,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 import dspy
@@ -29,6 +30,7 @@ from sqlglot import exp
 
 from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
 from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.db.execution_facts import facts_of
@@ -62,9 +64,17 @@ class ExecutionComparison:
 
 
 def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionComparison:
-    """Execute both queries on ``db_path`` (read-only) and compare their results."""
-    database = open_source(db_path).database
-    gold = database.execute(gold_sql, max_rows=100_000, timeout_s=30)
+    """Execute both queries on ``db_path`` (read-only) and compare their results.
+
+    The gold query is SQLite (Spider's convention); on another engine it runs transpiled (:func:`transpile_gold`).
+    """
+    source = open_source(db_path)
+    database = source.database
+    try:
+        gold_query = transpile_gold(gold_sql, database.dialect, (c.name for t in source.catalog.tables for c in t.columns))
+    except TranspileError as exc:
+        return ExecutionComparison(False, gold_error=str(exc))
+    gold = database.execute(gold_query, max_rows=100_000, timeout_s=30)
     if not gold.ok:
         return ExecutionComparison(False, gold_error=gold.error)
     if not pred_sql or not pred_sql.strip():
@@ -282,6 +292,8 @@ def _normalise_row(row: tuple) -> tuple:
 
 
 def _normalise_value(value: Any) -> Any:
+    if isinstance(value, Decimal):  # PostgreSQL's numeric, where SQLite returns a float or an int
+        value = float(value)
     if isinstance(value, float):
         return int(value) if value.is_integer() else round(value, 6)
     return value

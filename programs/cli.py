@@ -1,6 +1,6 @@
 """The ``text2sql`` command: ``ask``, ``compile`` and ``evaluate``.
 
-``text2sql ask "question" [--db PATH] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
+``text2sql ask "question" [--db PATH|URL] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
 [--trace] [--execute]`` prints the SQL, its confidence and the judge's score. ``text2sql compile``
 (also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
 :mod:`text2sql_dspy.optimize`. A user's mistake (empty question, missing database, bad model
@@ -80,7 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("question")
-    ask.add_argument("--db", help="SQLite file to query (default: the bundled demo database)")
+    ask.add_argument(
+        "--db",
+        help="database: a SQLite file, sqlite:///PATH, postgresql://USER@HOST/DBNAME or duckdb:///PATH.duckdb "
+        "(default: the bundled demo database)",
+    )
     ask.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
     ask.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
     ask.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")

@@ -3,16 +3,24 @@
 A Spider-format folder holds ``<split>.json`` files of ``{"db_id", "question", "query"}`` records
 and ``database/<db_id>/<db_id>.sqlite``. The bundled ``data/`` folder and a Spider or BIRD
 download load the same way. Each example has inputs ``question`` and ``db_id``, plus ``db_path``
-(resolved, absolute) and ``gold_sql``.
+(an absolute path, or a URL) and ``gold_sql``.
 
 The bundled dataset ships inside the package as ``text2sql_dspy.data`` (the repository's
 ``data/``), with its schema files beside it in ``schemas/``. Its SQLite database is built on
 first use into the user cache directory, never into the package, which may be read-only.
+
+A folder may also hold ``databases.json``, a mapping from ``db_id`` to where that database lives::
+
+    {"saas": "postgresql://reader@localhost/saas", "concert_singer": "duckdb:///spider/concert_singer.duckdb"}
+
+A listed ``db_id`` is served from there (a relative file path is read from the folder); the others from
+``database/``. Gold SQL stays SQLite: on another engine it is transpiled when scored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -20,12 +28,40 @@ from pathlib import Path
 import dspy
 
 from text2sql_dspy.programs.cache import default_cache_dir
+from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
 BUNDLED_DATA = Path(str(files("text2sql_dspy.data")))
 BUNDLED_SCHEMAS = BUNDLED_DATA.parent / "schemas"  # the same layout in a checkout and in site-packages
 BUNDLED_DB_ID = "saas"
 HUB_SPIDER = "xlangai/spider"
+
+
+DATABASES_FILE = "databases.json"
+
+
+def database_target(data_dir: Path, db_id: str) -> str:
+    """Where ``db_id`` lives: its ``databases.json`` entry (a URL or a path), else its SQLite file in the folder."""
+    listed = database_map(data_dir).get(db_id)
+    if listed is None:
+        return str(database_path(data_dir, db_id))
+    if is_url(listed):
+        return listed
+    return str((Path(data_dir) / listed).resolve())
+
+
+def database_map(data_dir: Path) -> dict[str, str]:
+    """The folder's ``databases.json`` (``db_id`` -> URL or path), or an empty mapping when there is none."""
+    file = Path(data_dir) / DATABASES_FILE
+    if not file.is_file():
+        return {}
+    try:
+        mapping = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigurationError(f"cannot read {file}: {exc}. It must be a JSON object of db_id -> URL.") from None
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        raise ConfigurationError(f'{file} must be a JSON object of db_id -> URL, e.g. {{"saas": "postgresql://..."}}.')
+    return mapping
 
 
 def database_path(data_dir: Path, db_id: str) -> Path:
@@ -105,6 +141,6 @@ def _to_example(folder: Path, db_id: str, question: str, query: str) -> dspy.Exa
     return dspy.Example(
         question=question,
         db_id=db_id,
-        db_path=str(database_path(folder, db_id)),
+        db_path=database_target(folder, db_id),
         gold_sql=query,
     ).with_inputs("question", "db_id", "db_path")

@@ -10,8 +10,11 @@ happen to it:
 
 :func:`run_case` sends one case through the validator, the read-only executor (bypassing the
 validator) and the agent's tools, catching anything that escapes; :func:`run_corpus` runs them all
-and checks that the database file and its folder are unchanged. :func:`make_arena` sets all of
-this up on a copy of a database.
+and checks that the database is unchanged. :func:`make_arena` sets all of this up on a copy of a
+SQLite database, :func:`make_duckdb_arena` on a DuckDB copy, :func:`make_postgres_arena` in a
+PostgreSQL database. On SQLite the proof is the file's sha256; on PostgreSQL and DuckDB it is a
+checksum of every table's contents and of the catalog (:func:`engine_checksum`), taken before and
+after every case. Each engine gets its own extra cases (:data:`ENGINE_CASES`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.programs.agents.tools import AgentState, Limits, Toolbox
 from text2sql_dspy.programs.db.catalog import introspect_sqlite
-from text2sql_dspy.programs.db.database import SQLiteDatabase
+from text2sql_dspy.programs.db.database import Database, SQLiteDatabase, open_database
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.db.validator import SQLValidator
@@ -62,7 +65,7 @@ class Case:
 
 
 def targets_of(db_path: Path, limit: int = 4) -> list[Target]:
-    """Up to ``limit`` (table, column, column) triples of a database, ``users`` first when it has one."""
+    """Up to ``limit`` (table, column, column) triples of a SQLite database, ``users`` first when it has one."""
     tables = sorted(introspect_sqlite(db_path).tables, key=lambda t: t.name != "users")
     result = []
     for table in tables[:limit]:
@@ -199,8 +202,6 @@ FIXED_WRITES: dict[str, list[str]] = {
         "SELECT load_extension('{scratch}/evil.so')",
         "SELECT load_extension('evil', 'sqlite3_evil_init')",
         'SELECT "load_extension"(\'evil\')',
-        "SELECT [load_extension]('evil')",
-        "SELECT `load_extension`('evil')",
         "WITH e AS (SELECT load_extension('evil') AS x) SELECT x FROM e",
         "SELECT readfile('/etc/passwd')",
         "SELECT writefile('{scratch}/w.txt', 'x')",
@@ -208,6 +209,9 @@ FIXED_WRITES: dict[str, list[str]] = {
         "SELECT fts3_tokenizer('simple')",
     ],
 }
+
+# Names quoted as only SQLite quotes them: refused there, a syntax error in the other dialects.
+SQLITE_QUOTED = ["SELECT [load_extension]('evil')", "SELECT `load_extension`('evil')"]
 
 # Statements hidden in comments or strings: (template, expect). A write that really follows a
 # comment or string must be refused; one that lives inside it is harmless text.
@@ -325,8 +329,109 @@ def _resource() -> Iterator[tuple[str, Expect]]:
     yield "SELECT hex(zeroblob(300000000))", "harmless"
 
 
-def build_corpus(targets: Sequence[Target], scratch: Path) -> list[Case]:
-    """The whole corpus for a database with these tables; file-writing cases aim into ``scratch``."""
+# Engine-specific hostile cases: (category, template, expect); {t}/{a}/{b} name the first target.
+ENGINE_CASES: dict[str, list[tuple[str, str, Expect]]] = {
+    "postgres": [
+        ("pg_copy", "COPY {t} TO '{scratch}/copy.csv'", "refuse"),
+        ("pg_copy", "COPY (SELECT 1) TO PROGRAM 'touch {scratch}/pwned'", "refuse"),
+        ("pg_copy", "COPY {t} FROM '/etc/hostname'", "refuse"),
+        ("pg_do_call", "DO $$ BEGIN DELETE FROM {t}; END $$", "refuse"),
+        ("pg_do_call", "DO 'BEGIN DELETE FROM {t}; END'", "refuse"),
+        ("pg_do_call", "CALL {t}_wipe_proc()", "refuse"),
+        ("pg_listen_notify", "LISTEN pwned", "refuse"),
+        ("pg_listen_notify", "NOTIFY pwned, 'x'", "refuse"),
+        ("pg_listen_notify", "UNLISTEN *", "refuse"),
+        ("pg_listen_notify", "SELECT pg_notify('pwned', 'x')", "refuse"),
+        ("pg_set_reset", "SET default_transaction_read_only = off", "refuse"),
+        ("pg_set_reset", "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE", "refuse"),
+        ("pg_set_reset", "SET TRANSACTION READ WRITE", "refuse"),
+        ("pg_set_reset", "SET statement_timeout = 0", "refuse"),
+        ("pg_set_reset", "SET ROLE postgres", "refuse"),
+        ("pg_set_reset", "RESET ALL", "refuse"),
+        ("pg_set_reset", "RESET statement_timeout", "refuse"),
+        ("pg_set_reset", "SELECT set_config('default_transaction_read_only', 'off', false)", "refuse"),
+        ("pg_function", "SELECT pg_read_file('/etc/passwd')", "refuse"),
+        ("pg_function", "SELECT pg_read_binary_file('/etc/passwd')", "refuse"),
+        ("pg_function", "SELECT * FROM pg_ls_dir('.')", "refuse"),
+        ("pg_function", "SELECT pg_sleep(60)", "refuse"),
+        ("pg_function", "SELECT {a} FROM {t} WHERE pg_sleep(60) IS NULL", "refuse"),
+        ("pg_function", "SELECT lo_import('/etc/passwd')", "refuse"),
+        ("pg_function", "SELECT lo_create(0)", "refuse"),
+        ("pg_function", "SELECT dblink_exec('dbname=postgres', 'DELETE FROM {t}')", "refuse"),
+        ("pg_function", "SELECT * FROM dblink('dbname=postgres', 'SELECT 1') AS x(i int)", "refuse"),
+        ("pg_function", "SELECT nextval('{t}_seq')", "refuse"),
+        ("pg_function", "SELECT setval('{t}_seq', 1000)", "refuse"),
+        ("pg_function", "SELECT pg_terminate_backend(pg_backend_pid())", "refuse"),
+        ("pg_function", "SELECT query_to_xml('DELETE FROM {t} RETURNING 1', true, true, '')", "refuse"),
+        ("pg_function", "SELECT pg_advisory_lock(1)", "refuse"),
+        ("pg_function", "SELECT {t}_wipe()", "refuse"),  # a user function marked VOLATILE that deletes
+        ("pg_function", "SELECT count(*) FROM {t} WHERE {t}_wipe() > 0", "refuse"),
+        ("pg_select_into", "SELECT * INTO {t}_copy FROM {t}", "refuse"),
+        ("pg_select_into", "SELECT {a} INTO UNLOGGED {t}_u FROM {t}", "refuse"),
+        ("pg_locks", "SELECT * FROM {t} FOR UPDATE", "refuse"),
+        ("pg_locks", "SELECT {a} FROM {t} FOR NO KEY UPDATE SKIP LOCKED", "refuse"),
+        ("pg_locks", "SELECT {a} FROM {t} FOR SHARE", "refuse"),
+        ("pg_locks", "LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE", "refuse"),
+        ("pg_writable_cte", "WITH d AS (DELETE FROM {t} RETURNING *) SELECT count(*) FROM d", "refuse"),
+        ("pg_writable_cte", "WITH u AS (UPDATE {t} SET {b} = {b} RETURNING 1) SELECT * FROM u", "refuse"),
+        ("pg_writable_cte", "WITH i AS (INSERT INTO {t} SELECT * FROM {t} RETURNING 1) SELECT 1", "refuse"),
+        ("pg_statement", "TRUNCATE {t}", "refuse"),
+        ("pg_statement", "TRUNCATE {t} CASCADE", "refuse"),
+        ("pg_statement", "VACUUM FULL {t}", "refuse"),
+        ("pg_statement", "CLUSTER {t}", "refuse"),
+        ("pg_statement", "REFRESH MATERIALIZED VIEW {t}_mv", "refuse"),
+        ("pg_statement", "PREPARE p AS DELETE FROM {t}", "refuse"),
+        ("pg_statement", "EXECUTE p", "refuse"),
+        ("pg_statement", "DISCARD ALL", "refuse"),
+        ("pg_statement", "CHECKPOINT", "refuse"),
+        ("pg_statement", "COMMENT ON TABLE {t} IS 'pwned'", "refuse"),
+        ("pg_statement", "GRANT ALL ON {t} TO PUBLIC", "refuse"),
+        ("pg_statement", "CREATE ROLE pwned SUPERUSER LOGIN", "refuse"),
+        ("pg_statement", "ALTER ROLE CURRENT_USER SUPERUSER", "refuse"),
+        ("pg_statement", "ALTER SYSTEM SET fsync = off", "refuse"),
+        ("pg_statement", "CREATE EXTENSION IF NOT EXISTS dblink", "refuse"),
+        ("pg_statement", "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'", "refuse"),
+        ("pg_statement", "SECURITY LABEL ON TABLE {t} IS 'x'", "refuse"),
+        ("pg_transaction", "COMMIT; DELETE FROM {t}", "refuse"),
+        ("pg_transaction", "ROLLBACK; SET TRANSACTION READ WRITE; DELETE FROM {t}", "refuse"),
+        ("pg_transaction", "SELECT 1; COMMIT; BEGIN READ WRITE; DROP TABLE {t}; COMMIT", "refuse"),
+        ("pg_transaction", "START TRANSACTION READ WRITE", "refuse"),
+        ("pg_runaway", "SELECT count(*) FROM generate_series(1, 1000000000000)", "harmless"),
+    ],
+    "duckdb": [
+        ("duckdb_files", "COPY {t} TO '{scratch}/copy.csv'", "refuse"),
+        ("duckdb_files", "COPY (SELECT 1) TO '{scratch}/copy.parquet' (FORMAT parquet)", "refuse"),
+        ("duckdb_files", "EXPORT DATABASE '{scratch}/export'", "refuse"),
+        ("duckdb_files", "IMPORT DATABASE '{scratch}/export'", "refuse"),
+        ("duckdb_files", "SELECT * FROM read_csv('/etc/passwd')", "refuse"),
+        ("duckdb_files", "SELECT * FROM '/etc/passwd'", "harmless"),
+        ("duckdb_files", "SELECT * FROM read_text('/etc/hostname')", "refuse"),
+        ("duckdb_files", "SELECT * FROM glob('/*')", "refuse"),
+        ("duckdb_files", "ATTACH '{scratch}/other.duckdb' AS other", "refuse"),
+        ("duckdb_extensions", "INSTALL httpfs", "refuse"),
+        ("duckdb_extensions", "LOAD httpfs", "refuse"),
+        ("duckdb_extensions", "FORCE INSTALL httpfs", "refuse"),
+        ("duckdb_settings", "SET enable_external_access = true", "refuse"),
+        ("duckdb_settings", "SET access_mode = 'READ_WRITE'", "refuse"),
+        ("duckdb_settings", "RESET memory_limit", "refuse"),
+        ("duckdb_settings", "PRAGMA enable_profiling", "refuse"),
+        ("duckdb_settings", "CALL pragma_version()", "refuse"),
+        ("duckdb_statement", "CHECKPOINT", "refuse"),
+        ("duckdb_statement", "FORCE CHECKPOINT", "refuse"),
+        ("duckdb_statement", "CREATE SECRET s (TYPE s3, KEY_ID 'x', SECRET 'y')", "refuse"),
+        ("duckdb_statement", "CREATE MACRO m(x) AS x + 1", "refuse"),
+        ("duckdb_statement", "SELECT nextval('{t}_seq')", "refuse"),
+        ("duckdb_statement", "SELECT * FROM {t} FOR UPDATE", "refuse"),
+        ("duckdb_runaway", "SELECT count(*) FROM range(1000000000000) a", "harmless"),
+    ],
+}
+
+
+def build_corpus(targets: Sequence[Target], scratch: Path, dialect: str = "sqlite") -> list[Case]:
+    """The whole corpus for a database with these tables; file-writing cases aim into ``scratch``.
+
+    ``dialect`` adds that engine's own cases (:data:`ENGINE_CASES`) to the shared ones.
+    """
     cases: list[Case] = []
 
     def add(category: str, sql: str, expect: Expect, **names: str) -> None:
@@ -348,6 +453,8 @@ def build_corpus(targets: Sequence[Target], scratch: Path) -> list[Case]:
             add(category, sql, "refuse")
     for sql in MULTI_FIXED:
         add("multi_statement", sql, "refuse")
+    for sql in SQLITE_QUOTED:
+        add("dangerous_function", sql, "refuse" if dialect == "sqlite" else "reject")
     for sql, expect in ENCODING_FIXED:
         cases.append(Case("encoding", sql, expect))
     t, a, _ = targets[0]
@@ -355,6 +462,9 @@ def build_corpus(targets: Sequence[Target], scratch: Path) -> list[Case]:
     cases += [Case("nested", sql, expect) for sql, expect in _nested()]
     cases += [Case("runaway", sql, expect) for sql, expect in _runaway(targets)]
     cases += [Case("resource", sql, expect) for sql, expect in _resource()]
+    t, a, b = targets[0]
+    for category, template, expect in ENGINE_CASES.get(dialect, []):
+        add(category, template, expect, t=t, a=a, b=b)
     return cases
 
 
@@ -426,19 +536,42 @@ class Outcome:
 
 @dataclass
 class Harness:
-    """The three paths a query can take into a database, built once per database."""
+    """The three paths a query can take into a database, built once per database.
 
-    db_path: Path
+    ``db_path`` is the SQLite file, or the URL the tool connects with. ``snapshot`` is the cheap per-case
+    change detector and ``checksum`` the whole-run proof: for SQLite the file's metadata and its sha256;
+    for PostgreSQL the next transaction id (every committed write takes one), sequences and large objects,
+    then :func:`engine_checksum` (every table's contents and the catalog); for DuckDB the file's sha256,
+    then the file's sha256 and :func:`engine_checksum`.
+    """
+
+    db_path: Path | str
     scratch: Path
     source: DataSource
     validator: SQLValidator
-    database: SQLiteDatabase
+    database: Database
+    snapshot: Callable[[], object]
+    checksum: Callable[[], str]
 
     @classmethod
-    def open(cls, db_path: Path, scratch: Path, source: DataSource) -> Harness:
-        database = SQLiteDatabase(db_path, timeout_s=EXECUTOR_TIMEOUT_S)
-        validator = SQLValidator(source.catalog, database, dry_run_timeout_s=DRY_RUN_TIMEOUT_S)
-        return cls(db_path, scratch, source, validator, database)
+    def open(
+        cls,
+        db_path: Path | str,
+        scratch: Path,
+        source: DataSource,
+        checksum: Callable[[], str] | None = None,
+        snapshot: Callable[[], object] | None = None,
+    ) -> Harness:
+        database = open_database(db_path, timeout_s=EXECUTOR_TIMEOUT_S)
+        validator = SQLValidator(
+            source.catalog, database, dialect=database.dialect, dry_run_timeout_s=DRY_RUN_TIMEOUT_S
+        )
+        if checksum is None:  # SQLite: the file itself
+            return cls(db_path, scratch, source, validator, database,
+                       lambda: fingerprint(Path(db_path), scratch), lambda: sha256(Path(db_path)))  # fmt: skip
+        listing = lambda: tuple(sorted(p.name for p in scratch.iterdir()))  # noqa: E731
+        cheap = snapshot or checksum
+        return cls(db_path, scratch, source, validator, database, lambda: (cheap(), listing()), checksum)
 
     def toolbox(self, limits: Limits | None = None) -> Toolbox:
         state = AgentState(question="adversarial corpus")
@@ -448,7 +581,7 @@ class Harness:
     def run_case(self, case: Case) -> Outcome:
         """Send ``case`` through validator, executor and tools; record, never raise."""
         outcome = Outcome(case)
-        before = fingerprint(self.db_path, self.scratch)
+        before = self.snapshot()
         start = time.perf_counter()
         stages: list[tuple[str, Callable[[], None]]] = [
             ("validator", lambda: self._validate(case, outcome)),
@@ -463,7 +596,7 @@ class Harness:
                 outcome.crash = f"{name}: {type(exc).__name__}: {exc}"[:300]
             outcome.stage_s[name] = time.perf_counter() - began
         outcome.elapsed_s = time.perf_counter() - start
-        outcome.mutated = fingerprint(self.db_path, self.scratch) != before
+        outcome.mutated = self.snapshot() != before
         return outcome
 
     def _validate(self, case: Case, outcome: Outcome) -> None:
@@ -508,10 +641,10 @@ def problems(outcome: Outcome) -> list[str]:
 
 
 def run_corpus(harness: Harness, cases: Sequence[Case]) -> tuple[list[Outcome], str, str]:
-    """Every case through :meth:`Harness.run_case`; the outcomes and the file's sha256 before and after."""
-    before = sha256(harness.db_path)
+    """Every case through :meth:`Harness.run_case`; the outcomes and the database's checksum before and after."""
+    before = harness.checksum()
     outcomes = [harness.run_case(case) for case in cases]
-    return outcomes, before, sha256(harness.db_path)
+    return outcomes, before, harness.checksum()
 
 
 @dataclass
@@ -534,3 +667,175 @@ def make_arena(source_db: Path, folder: Path) -> Arena:
     scratch.mkdir()
     harness = Harness.open(db_path, scratch, open_source(db_path))
     return Arena(harness, build_corpus(targets, scratch), sha256(db_path))
+
+
+# --------------------------------------------------------------------------------------------
+# other engines
+
+
+POSTGRES_CHECKSUM_QUERIES = [
+    # the catalog: relations (with their privileges), columns, functions, triggers, roles, databases,
+    # extensions, large objects, sequences' positions, comments and the server's configuration files
+    "SELECT concat_ws(':', n.nspname, c.relname, c.relkind, c.relacl) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
+    "SELECT concat_ws(':', a.attrelid::regclass, a.attname, a.atttypid::regtype) FROM pg_attribute a "
+    "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE a.attnum > 0 AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
+    "SELECT concat_ws(':', p.oid::regprocedure, p.provolatile, md5(p.prosrc)) FROM pg_proc p "
+    "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')",
+    "SELECT concat_ws(':', tgrelid::regclass, tgname) FROM pg_trigger",
+    "SELECT concat_ws(':', rolname, rolsuper, rolcreaterole, rolcreatedb, rolcanlogin) FROM pg_roles",
+    "SELECT datname FROM pg_database",
+    "SELECT concat_ws(':', extname, extversion) FROM pg_extension",
+    "SELECT concat_ws(':', 'lo', oid) FROM pg_largeobject_metadata",
+    "SELECT concat_ws(':', schemaname, sequencename, last_value) FROM pg_sequences",
+    "SELECT concat_ws(':', objoid, objsubid, description) FROM pg_description WHERE objoid >= 16384",
+    "SELECT concat_ws(':', name, setting) FROM pg_file_settings",
+]
+
+
+def engine_checksum(url: str, dialect: str) -> str:
+    """sha256 over every user table's rows (sorted) and over the catalog, read through ``url``.
+
+    For PostgreSQL ``url`` should be a superuser's (it reads ``pg_file_settings``); DuckDB is read through
+    a read-only connection, as the tool opens it.
+    """
+    import sqlalchemy as sa
+
+    from text2sql_dspy.programs.db.engines import DUCKDB_CONNECT_ARGS
+
+    connect_args = DUCKDB_CONNECT_ARGS if dialect == "duckdb" else {}
+    engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1), connect_args=connect_args,
+                              poolclass=sa.pool.NullPool)  # fmt: skip
+    digest = hashlib.sha256()
+    try:
+        with engine.connect() as conn:
+            if dialect == "postgres":
+                catalog_queries = POSTGRES_CHECKSUM_QUERIES
+                tables = conn.exec_driver_sql(
+                    "SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
+                    "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1"
+                ).scalars().all()
+            else:
+                catalog_queries = [
+                    "SELECT database_name || '.' || schema_name || '.' || table_name || ':' || sql FROM duckdb_tables()",
+                    "SELECT coalesce(sql, view_name) FROM duckdb_views() WHERE NOT internal",
+                    "SELECT coalesce(sql, index_name) FROM duckdb_indexes()",
+                    "SELECT sequence_name || ':' || coalesce(last_value::VARCHAR, '-') FROM duckdb_sequences()",
+                    "SELECT database_name || ':' || coalesce(path, '') FROM duckdb_databases()",
+                    "SELECT function_name FROM duckdb_functions() WHERE NOT internal",
+                ]
+                tables = conn.exec_driver_sql(
+                    "SELECT '\"' || schema_name || '\".\"' || table_name || '\"' FROM duckdb_tables() "
+                    "WHERE database_name = current_database() ORDER BY 1"
+                ).scalars().all()
+            for query in catalog_queries:
+                for line in sorted(str(v) for v in conn.exec_driver_sql(query).scalars().all()):
+                    digest.update(line.encode() + b"\n")
+            for table in tables:
+                digest.update(f"table {table}\n".encode())
+                for line in sorted(repr(tuple(r)) for r in conn.exec_driver_sql(f"SELECT * FROM {table}").all()):
+                    digest.update(line.encode() + b"\n")
+    finally:
+        engine.dispose()
+    return digest.hexdigest()
+
+
+def arm_sql(targets: Sequence[Target], dialect: str) -> list[str]:
+    """Statements giving each target table an index, a view and a sequence (and on PostgreSQL a materialized
+    view and a VOLATILE function and procedure that delete), so that hostile cases aim at real objects."""
+    statements = []
+    for t, _a, b in targets:
+        statements += [
+            f'CREATE INDEX IF NOT EXISTS "{t}_idx" ON "{t}" ("{b}")',
+            f'CREATE VIEW "{t}_v" AS SELECT * FROM "{t}"',
+            f'CREATE SEQUENCE "{t}_seq"',
+        ]
+        if dialect == "postgres":
+            statements += [
+                f'CREATE MATERIALIZED VIEW "{t}_mv" AS SELECT * FROM "{t}"',
+                f'CREATE FUNCTION "{t}_wipe"() RETURNS bigint LANGUAGE sql VOLATILE AS '
+                f"'WITH d AS (DELETE FROM \"{t}\" RETURNING 1) SELECT count(*) FROM d'",
+                f'CREATE PROCEDURE "{t}_wipe_proc"() LANGUAGE sql AS \'DELETE FROM "{t}"\'',
+                f'GRANT SELECT ON "{t}_v", "{t}_mv" TO reader',
+            ]
+    return statements
+
+
+def make_postgres_arena(server: object, source_db: Path, name: str, folder: Path) -> Arena:
+    """Load ``source_db`` into a fresh database ``name`` of the throwaway ``server``, arm it, and build the
+    harness around the SELECT-only role's URL (the role the README tells users to create)."""
+    from text2sql_dspy.programs.db.transfer import copy_sqlite_database
+
+    admin_url = server.create_database(name)  # type: ignore[attr-defined]
+    copy_sqlite_database(source_db, admin_url)
+    targets = _engine_targets(source_db)
+    for statement in arm_sql(targets, "postgres"):
+        server.psql(name, statement)  # type: ignore[attr-defined]
+    server.grant_reader(name)  # type: ignore[attr-defined]
+    scratch = folder / "scratch"
+    scratch.mkdir(parents=True)
+    scratch.chmod(0o777)  # the server runs as another user: let it try (and fail) to write here
+    url = server.reader_url(name)  # type: ignore[attr-defined]
+    checksum = lambda: engine_checksum(admin_url, "postgres")  # noqa: E731
+    harness = Harness.open(url, scratch, open_source(url), checksum, _checksum_when_counter_moves(admin_url, checksum))
+    return Arena(harness, build_corpus(targets, scratch, "postgres"), checksum())
+
+
+def make_duckdb_arena(source_db: Path, folder: Path) -> Arena:
+    """Copy ``source_db`` into a DuckDB file in ``folder``, arm it, and build its corpus and harness."""
+    import duckdb
+
+    from text2sql_dspy.programs.db.transfer import copy_sqlite_database
+
+    path = folder / "db" / f"{source_db.stem}.duckdb"
+    path.parent.mkdir(parents=True)
+    copy_sqlite_database(source_db, f"duckdb:///{path}")
+    targets = _engine_targets(source_db)
+    conn = duckdb.connect(str(path))
+    for statement in arm_sql(targets, "duckdb"):
+        conn.execute(statement)
+    conn.close()
+    scratch = folder / "scratch"
+    scratch.mkdir()
+    url = f"duckdb:///{path}"
+    file_and_contents = lambda: f"{sha256(path)}:{engine_checksum(url, 'duckdb')}"  # noqa: E731
+    harness = Harness.open(url, scratch, open_source(url), file_and_contents, lambda: sha256(path))
+    return Arena(harness, build_corpus(targets, scratch, "duckdb"), file_and_contents())
+
+
+def _checksum_when_counter_moves(admin_url: str, checksum: Callable[[], str]) -> Callable[[], object]:
+    """The full checksum, recomputed only when :func:`_postgres_write_counter` moved (a write may have
+    happened: a transaction id was taken, even by a rolled-back ``lo_create``); cached otherwise."""
+    counter = _postgres_write_counter(admin_url)
+    last: dict[str, object] = {}
+
+    def snapshot() -> object:
+        now = counter()
+        if last.get("counter") != now:
+            last["counter"], last["checksum"] = now, checksum()
+        return last["checksum"]
+
+    return snapshot
+
+
+def _postgres_write_counter(admin_url: str) -> Callable[[], object]:
+    """A one-query detector of possible writes: the next transaction id, sequence positions, large objects."""
+    import psycopg
+
+    query = (
+        "SELECT pg_snapshot_xmax(pg_current_snapshot())::text, "
+        "(SELECT string_agg(concat_ws(':', sequencename, last_value), ',' ORDER BY sequencename) FROM pg_sequences), "
+        "(SELECT count(*) FROM pg_largeobject_metadata)"
+    )
+
+    def counter() -> object:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            return conn.execute(query.encode()).fetchone()
+
+    return counter
+
+
+def _engine_targets(source_db: Path) -> list[Target]:
+    """The SQLite targets with PostgreSQL's folded (lower-case) names; DuckDB keeps the case, harmlessly."""
+    return [(t.lower(), a.lower(), b.lower()) for t, a, b in targets_of(source_db)]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.postgres_server import Server, ServerUnavailable, load_test_databases, start
 from tests.tiny_db import build_tiny_db, write_schema_dir
 
 
@@ -19,3 +21,21 @@ def tiny_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_schemas(tiny_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A schema folder (one YAML per table) that matches ``tiny_db``."""
     return write_schema_dir(tmp_path_factory.mktemp("schemas"), tiny_db)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Server]:
+    """A throwaway PostgreSQL server (initdb in a temp folder, Unix socket only), stopped after the session.
+
+    Holds ``saas`` (the bundled database) and ``spider_like`` (made here, with mixed-case names and a
+    second schema); skipped, saying why, only where the server binaries are missing.
+    """
+    try:
+        server = start()
+    except ServerUnavailable as exc:
+        pytest.skip(f"PostgreSQL tests skipped: {exc}")
+    try:
+        load_test_databases(server)
+        yield server
+    finally:
+        server.stop()

@@ -21,8 +21,11 @@ from text2sql_dspy.programs.db.validator import ValidationResult, clean_sql
 from tests.adversarial_corpus import (
     CASE_BOUND_S,
     Arena,
+    ENGINE_CASES,
     fingerprint,
     make_arena,
+    make_duckdb_arena,
+    make_postgres_arena,
     obeying_lm,
     problems,
     run_corpus,
@@ -73,6 +76,35 @@ def test_every_case_is_refused_or_fails_harmlessly_and_the_file_is_unchanged(are
     refused = sum(o.refused for o in outcomes)
     assert refused >= sum(case.expect == "refuse" for case in arena.cases)
     assert max(o.elapsed_s for o in outcomes) < CASE_BOUND_S
+
+
+@pytest.fixture(scope="module", params=["postgres", "duckdb"])
+def engine_arena(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Arena:
+    """The bundled database in PostgreSQL (through the SELECT-only role) or in a DuckDB file, armed."""
+    folder = tmp_path_factory.mktemp(f"arena_{request.param}")
+    if request.param == "postgres":
+        return make_postgres_arena(request.getfixturevalue("postgres"), ensure_bundled_database(), "arena", folder)
+    return make_duckdb_arena(ensure_bundled_database(), folder)
+
+
+def test_every_engine_refuses_or_survives_the_corpus_and_its_own_cases_with_no_change(engine_arena: Arena) -> None:
+    dialect = engine_arena.harness.database.dialect
+    categories = {case.category for case in engine_arena.cases}
+    assert REQUIRED_CATEGORIES <= categories and {c for c, _, _ in ENGINE_CASES[dialect]} <= categories
+    outcomes, before, after = run_corpus(engine_arena.harness, engine_arena.cases)
+    failures = {o.case.label: found for o in outcomes if (found := problems(o))}
+    assert not failures, "\n".join(f"{label}: {found}" for label, found in list(failures.items())[:20])
+    assert before == after == engine_arena.sha_before  # every table's contents and the catalog
+    assert not any(engine_arena.harness.scratch.iterdir())
+    assert max(o.elapsed_s for o in outcomes) < CASE_BOUND_S
+
+
+def test_the_engine_checksum_notices_a_write(postgres: object, tmp_path: Path) -> None:
+    arena = make_postgres_arena(postgres, ensure_bundled_database(), "arena_write", tmp_path)
+    postgres.psql("arena_write", "UPDATE users SET status = status || ''")  # type: ignore[attr-defined]
+    assert arena.harness.checksum() == arena.sha_before  # same values: no change
+    postgres.psql("arena_write", "SELECT nextval('users_seq')")  # type: ignore[attr-defined]
+    assert arena.harness.checksum() != arena.sha_before
 
 
 def test_the_harness_notices_a_write(tmp_path: Path, tiny_db: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError, QuestionError
+from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
@@ -41,7 +42,7 @@ class Text2SQLProgram(dspy.Module):
     ):
         super().__init__()
         self.schema_budget = schema_budget
-        self.db_path = None if db_path is None else Path(db_path)
+        self.db_path = None if db_path is None else _path_or_url(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
         self.retrieval_type = retrieval_type
         self.top_k = top_k
@@ -115,3 +116,8 @@ def check_question(question: Any) -> str:
             f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
         )
     return question
+
+
+def _path_or_url(target: Path | str) -> Path | str:
+    """A database URL stays text (``Path`` would fold its ``//``); a file becomes a :class:`Path`."""
+    return target if is_url(target) else Path(target)

@@ -27,7 +27,8 @@ SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class Column(BaseModel):
-    """One column. ``references`` is ``"table.column"`` for a foreign key; columns are NOT NULL unless ``nullable``."""
+    """One column. ``references`` is ``"table.column"`` (``"schema.table.column"`` outside the default schema)
+    for a foreign key; columns are NOT NULL unless ``nullable``."""
 
     name: str
     type: str = "TEXT"
@@ -48,7 +49,7 @@ class Column(BaseModel):
     @field_validator("references")
     @classmethod
     def _table_dot_column(cls, value: str | None) -> str | None:
-        if value is not None and value.count(".") != 1:
+        if value is not None and ("." not in value or not all(value.split("."))):
             raise ValueError(f"must look like 'table.column', got {value!r}")
         return value
 
@@ -90,7 +91,7 @@ class Table(BaseModel):
         keys = []
         for c in self.columns:
             if c.references:
-                ref_table, ref_column = c.references.split(".")
+                ref_table, ref_column = c.references.rsplit(".", 1)
                 keys.append((c.name, ref_table, ref_column))
         return keys
 
@@ -113,7 +114,7 @@ class Table(BaseModel):
             elif not c.nullable:
                 parts.append("NOT NULL")
             if c.references:
-                ref_table, ref_column = c.references.split(".")
+                ref_table, ref_column = c.references.rsplit(".", 1)
                 parts.append(f"REFERENCES {ref_table}({ref_column})")
             last = i == len(self.columns) - 1 and len(pk) <= 1
             line = " ".join(parts) + ("" if last else ",")
@@ -166,20 +167,14 @@ class Catalog(BaseModel):
         tables = self.tables if names is None else self.subset(names).tables
         return "\n\n".join(t.render(samples=samples, brief=brief, values_only=values_only) for t in tables)
 
-    def with_samples(self, db_path: Path, per_column: int = 3, max_chars: int = 40) -> Catalog:
-        """A copy whose columns carry up to ``per_column`` distinct non-null stored values (text shortened)."""
-        conn = connect_readonly(db_path)
-        try:
-            tables = []
-            for table in self.tables:
-                columns = []
-                for column in table.columns:
-                    values = _distinct_values(conn, table.name, column.name, per_column, max_chars)
-                    columns.append(column.model_copy(update={"samples": values}))
-                tables.append(table.model_copy(update={"columns": columns}))
-        finally:
-            conn.close()
-        return Catalog(db_id=self.db_id, tables=tables)
+    def with_samples(self, database: Any, per_column: int = 3, max_chars: int = 40) -> Catalog:
+        """A copy whose columns carry up to ``per_column`` stored values (text shortened to ``max_chars``).
+
+        ``database`` is an open :class:`~.database.Database`, or a path or URL to open.
+        """
+        from text2sql_dspy.programs.db.samples import sampled
+
+        return sampled(self, database, per_column, max_chars)
 
 
 def connect_readonly(db_path: Path) -> sqlite3.Connection:
@@ -309,18 +304,6 @@ def _unique_columns(conn: sqlite3.Connection, table: str) -> set[str]:
             if len(cols) == 1:
                 unique.add(cols[0])
     return unique
-
-
-def _distinct_values(conn: sqlite3.Connection, table: str, column: str, limit: int, max_chars: int) -> list[str]:
-    sql = (
-        f"SELECT DISTINCT {_quote(column)} FROM {_quote(table)} "
-        f"WHERE {_quote(column)} IS NOT NULL LIMIT {int(limit)}"
-    )
-    try:
-        rows = conn.execute(sql).fetchall()
-    except sqlite3.DatabaseError:
-        return []
-    return [_one_line(v)[:max_chars] if isinstance(v, str) else v for (v,) in rows if not isinstance(v, bytes)]
 
 
 MAX_SAMPLE_CHARS = 30  # longer values are left out whole: a cut value would be copied into SQL as if real

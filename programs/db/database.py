@@ -1,8 +1,9 @@
 """Read-only query execution behind a small interface.
 
-:class:`Database` is what programs, tools and metrics use to run SQL. :class:`SQLiteDatabase` is
-the default and only backend today; another engine (DuckDB, Postgres through SQLAlchemy) plugs in
-by implementing the same two members.
+:class:`Database` is what programs, tools and metrics use to run SQL. :func:`open_database` picks the
+engine from the address (a SQLite path, or a ``sqlite:///``, ``postgresql://`` or ``duckdb:///`` URL):
+:class:`SQLiteDatabase` here, PostgreSQL and DuckDB in :mod:`.engines`. Each is read-only by the
+engine's own guarantees, caps rows and times queries out; none raises for a bad query.
 
 SQLite is guarded three ways, so that no generated query can write:
 the file is opened with ``mode=ro``, the connection sets ``PRAGMA query_only``, and an authorizer
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from text2sql_dspy.programs.db.address import DatabaseAddress, parse_address
 from text2sql_dspy.programs.db.catalog import connect_readonly
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -45,6 +47,7 @@ class QueryResult:
     truncated: bool = False
     error: str | None = None
     timed_out: bool = False
+    denied: bool = False  # the engine refused it as a write or a forbidden action
     elapsed_s: float = 0.0
 
     @property
@@ -53,9 +56,14 @@ class QueryResult:
 
 
 class Database(Protocol):
-    """A database that runs one read-only query at a time and never raises for a bad query."""
+    """A database that runs one read-only query at a time and never raises for a bad query.
+
+    ``dialect`` is sqlglot's name for its SQL; ``refused_functions`` names functions the engine marks as
+    able to write (the validator refuses them on top of its own list).
+    """
 
     dialect: str
+    refused_functions: frozenset[str]
 
     def execute(self, sql: str, *, timeout_s: float = ..., max_rows: int = ...) -> QueryResult: ...
 
@@ -64,6 +72,7 @@ class SQLiteDatabase:
     """A SQLite file opened read-only. Safe to share between threads (one connection per thread)."""
 
     dialect = "sqlite"
+    refused_functions: frozenset[str] = frozenset()
 
     def __init__(self, path: Path | str, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS):
         self.path = Path(path)
@@ -96,7 +105,8 @@ class SQLiteDatabase:
             cursor.close()
         except (sqlite3.Error, ValueError, OverflowError, MemoryError) as exc:
             message = f"query timed out after {timeout:g}s" if timed_out else f"{type(exc).__name__}: {exc}"
-            return QueryResult(error=message, timed_out=timed_out, elapsed_s=time.perf_counter() - start)
+            denied = "not authorized" in message or "prohibited" in message
+            return QueryResult(error=message, timed_out=timed_out, denied=denied, elapsed_s=time.perf_counter() - start)
         finally:
             conn.set_progress_handler(None, 0)
             if conn.in_transaction:
@@ -124,6 +134,11 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
     return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
 
 
-def open_database(path: Path | str, **options: float | int) -> SQLiteDatabase:
-    """Open the database at ``path`` read-only (SQLite today, chosen by file)."""
-    return SQLiteDatabase(path, **options)
+def open_database(target: Path | str | DatabaseAddress, **options: float | int) -> Database:
+    """Open the database at ``target`` (a path or URL) read-only, with the engine its address names."""
+    address = parse_address(target)
+    if address.engine == "sqlite":
+        return SQLiteDatabase(address.path, **options)
+    from text2sql_dspy.programs.db.engines import open_engine_database
+
+    return open_engine_database(address, **options)

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, introspect_sqlite, load_schema_dir
+from text2sql_dspy.programs.db.address import parse_address
+from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
+from text2sql_dspy.programs.db.dialect import DIALECT_NAMES
+from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.db.validator import SQLValidator
@@ -45,14 +48,13 @@ class DataSource:
         return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {self.db_id!r}\n\n{schemas}"
 
 
-DIALECT_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL"}
-
 _cache: dict[tuple[str, str | None], DataSource] = {}
 _lock = threading.Lock()
 
 
 def open_source(db_path: Path | str | None, schema_dir: Path | str | None = None) -> DataSource:
-    """Open ``db_path`` read-only and describe it, once per process for each (path, schema folder).
+    """Open ``db_path`` (a SQLite path, or a ``sqlite:///``, ``postgresql://`` or ``duckdb:///`` URL) read-only
+    and describe it, once per process for each (database, schema folder).
 
     The catalog comes from ``schema_dir`` if given, else from ``schemas/<db_id>`` when the project
     ships one, else from introspecting the database. A schema folder that names tables or columns
@@ -61,21 +63,23 @@ def open_source(db_path: Path | str | None, schema_dir: Path | str | None = None
     """
     if db_path is None:
         return _schema_only(schema_dir)
-    path = Path(db_path).resolve()
-    db_id = path.stem
+    address = parse_address(db_path)
+    db_id = address.db_id
     if schema_dir is None and (BUNDLED_SCHEMAS / db_id).is_dir():
         schema_dir = BUNDLED_SCHEMAS / db_id
-    key = (str(path), None if schema_dir is None else str(Path(schema_dir).resolve()))
+    key = (address.key, None if schema_dir is None else str(Path(schema_dir).resolve()))
     with _lock:
         if key not in _cache:
-            database = open_database(path)
-            actual = introspect_sqlite(path, db_id)
+            database = open_database(address)
+            actual = introspect(database)
             if not actual.tables:  # an empty file opens as an empty database: nothing to ask about
-                raise DatabaseError(f"{path} has no tables. Check the path (--db PATH), or build the database first.")
+                raise DatabaseError(
+                    f"{address.shown} has no tables (or none this role may read). Check --db, or build the database first."
+                )
             catalog = actual if schema_dir is None else load_schema_dir(Path(schema_dir), db_id)
             if schema_dir is not None:
                 check_agreement(catalog, actual)
-            _cache[key] = DataSource(db_id, catalog.with_samples(path), database)
+            _cache[key] = DataSource(db_id, catalog.with_samples(database), database)
         return _cache[key]
 
 

@@ -53,7 +53,24 @@ _MAX_LISTED_COLUMNS = 25
 _MAX_LISTED_TABLES = 30
 _MAX_RENDERED_ITEMS = 8
 
-DANGEROUS_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+# Refused in every dialect: a name that reads files, sleeps, writes or escapes the transaction anywhere.
+DANGEROUS_FUNCTIONS = frozenset(
+    {
+        # SQLite
+        "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
+        # PostgreSQL: files, large objects, other servers, sleeping, session and server state
+        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_file_write", "lo_import",
+        "lo_export", "lo_create", "lo_creat", "lo_unlink", "lo_put", "lo_from_bytea", "lo_open", "lowrite",
+        "dblink", "dblink_exec", "dblink_connect", "dblink_open", "dblink_send_query", "pg_sleep", "pg_sleep_for",
+        "pg_sleep_until", "set_config", "nextval", "setval", "pg_notify", "pg_terminate_backend",
+        "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_advisory_lock", "pg_advisory_xact_lock",
+        "pg_try_advisory_lock", "query_to_xml", "query_to_xml_and_xmlschema", "query_to_xmlschema",
+        "cursor_to_xml", "txid_current", "pg_current_xact_id",
+        # DuckDB: files and network (external access is off too)
+        "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json", "read_json_auto", "read_text",
+        "read_blob", "read_ndjson", "glob", "sniff_csv", "query_table",
+    }
+)  # fmt: skip
 
 # First words of statements that change data, schema, connection or transaction state. Used to
 # name the operation and to classify statements sqlglot cannot parse (e.g. UPSERT).
@@ -66,8 +83,13 @@ _WRITE_KEYWORDS = frozenset(
 )  # fmt: skip
 # Statement words of other engines; also common English words, so only trusted at a statement start.
 _OTHER_STATEMENT_KEYWORDS = frozenset(
-    {"LOAD", "CALL", "EXEC", "EXECUTE", "SET", "USE", "RENAME", "COMMENT", "LOCK", "UNLOCK", "KILL"}
-)
+    {
+        "LOAD", "CALL", "EXEC", "EXECUTE", "SET", "USE", "RENAME", "COMMENT", "LOCK", "UNLOCK", "KILL",
+        # PostgreSQL and DuckDB
+        "DO", "LISTEN", "NOTIFY", "UNLISTEN", "RESET", "DISCARD", "PREPARE", "DEALLOCATE", "REFRESH", "CLUSTER",
+        "CHECKPOINT", "EXPORT", "IMPORT", "INSTALL", "FORCE", "SECURITY", "REASSIGN", "START",
+    }
+)  # fmt: skip
 # Words that keep text after a ';' from being dropped as prose (it may hide a second statement).
 _ALARM_WORDS = frozenset(
     {
@@ -83,7 +105,8 @@ _DANGEROUS_NODES: tuple[type[exp.Expr], ...] = tuple(
     for name in (
         "DML", "DDL", "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable",
         "Command", "Pragma", "Attach", "Detach", "Transaction", "Commit", "Rollback", "Analyze", "Copy",
-        "Grant", "Revoke", "Use", "Set", "Into", "LoadData", "Kill", "Refresh", "Cache", "Uncache",
+        "Grant", "Revoke", "Use", "Set", "Into", "LoadData", "Kill", "Refresh", "Cache", "Uncache", "Lock",
+        "Install",
     )
     if hasattr(exp, name)
 )  # fmt: skip
@@ -91,11 +114,18 @@ _NODE_LABELS = {
     "Insert": "INSERT", "Update": "UPDATE", "Delete": "DELETE", "Merge": "MERGE", "Create": "CREATE",
     "Drop": "DROP", "Alter": "ALTER", "TruncateTable": "TRUNCATE", "Pragma": "PRAGMA", "Attach": "ATTACH",
     "Detach": "DETACH", "Transaction": "BEGIN", "Commit": "COMMIT", "Rollback": "ROLLBACK",
-    "Analyze": "ANALYZE", "Into": "SELECT ... INTO", "LoadData": "LOAD DATA",
+    "Analyze": "ANALYZE", "Into": "SELECT ... INTO", "LoadData": "LOAD DATA", "Lock": "SELECT ... FOR UPDATE/SHARE (row locks)",
+    "Install": "INSTALL",
 }  # fmt: skip
 
-# Implicit columns every ordinary SQLite table has.
-_ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
+# Implicit columns every ordinary table has, per dialect.
+_SYSTEM_COLUMNS = {
+    "sqlite": frozenset({"rowid", "oid", "_rowid_"}),
+    "postgres": frozenset({"ctid", "xmin", "xmax", "cmin", "cmax", "tableoid"}),
+    "duckdb": frozenset({"rowid"}),
+}
+# Schemas a bare table name lives in, per dialect.
+_DEFAULT_SCHEMAS = {"sqlite": frozenset({"main", "temp"}), "postgres": frozenset({"public"}), "duckdb": frozenset({"main"})}
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,6 +335,10 @@ class SQLValidator:
         self.dialect = dialect
         self.dry_run_timeout_s = dry_run_timeout_s
         self._dialect = Dialect.get_or_raise(dialect)
+        self._refused_functions = DANGEROUS_FUNCTIONS | getattr(database, "refused_functions", frozenset())
+        self._system_columns = _SYSTEM_COLUMNS.get(dialect, frozenset())
+        self._default_schemas = _DEFAULT_SCHEMAS.get(dialect, frozenset())
+        self._schemas = {t.name.lower().rsplit(".", 1)[0] for t in catalog.tables if "." in t.name}
         # lower-case name -> catalog name / lower-case column names / original column names
         self._table_names: dict[str, str] = {t.name.lower(): t.name for t in catalog.tables}
         self._table_columns: dict[str, frozenset[str]] = {
@@ -398,7 +432,7 @@ class SQLValidator:
             return _refused(sql, f"dangerous operation: multiple statements ({kinds}); send exactly one SELECT")
         tree = statements[0]
 
-        refusal = _policy_violation(tree, starts)
+        refusal = _policy_violation(tree, starts, self._refused_functions)
         if refusal is not None:
             if refusal.startswith("dangerous operation:"):
                 return _refused(sql, refusal)
@@ -452,7 +486,7 @@ class SQLValidator:
             return False
         if result.error is not None:
             message = _one_line(result.error)
-            if "not authorized" in message.lower() or "prohibited" in message.lower():
+            if result.denied:
                 found.error(f"dangerous operation: the database refused it ({message[:200]})")
                 return True
             found.error(f"database error: {_strip_exception_name(message)[:300]}")
@@ -489,9 +523,8 @@ class SQLValidator:
             name = table.this.name if isinstance(table.this, exp.Anonymous) else func
             found.warn(f"table-valued function {name.lower()}(...): its columns were not checked")
             return None
-        db = table.text("db")
-        name = table.name
-        if db and db not in {"main", "temp"}:
+        name = self._table_key(table)
+        if name is None:
             found.warn(f"table '{_orig(table.args.get('db'))}.{_orig(table.this)}' is in another database: not checked")
             return None
         real = self._table_names.get(name)
@@ -507,6 +540,15 @@ class SQLValidator:
         owners = self._column_owners.get(name)
         if owners:
             found.suggest(f"'{shown}' is a column of {', '.join(owners[:5])}, not a table")
+        return None
+
+    def _table_key(self, table: exp.Table) -> str | None:
+        """The catalog key of ``table`` (``name`` or ``schema.name``); None when it names another database."""
+        db = table.text("db")
+        if not db or db in self._default_schemas:
+            return table.name
+        if db in self._schemas:
+            return f"{db}.{table.name}"
         return None
 
     def _did_you_mean(self, name: str, candidates: Iterable[str], qualify: dict[str, str] | None = None) -> str:
@@ -526,8 +568,9 @@ class SQLValidator:
             return outputs[key]
         outputs[key] = (frozenset(), False)  # guards recursive CTEs
         if isinstance(source, exp.Table):
-            if isinstance(source.this, exp.Identifier) and not (source.text("db") not in {"", "main", "temp"}):
-                cols = self._table_columns.get(source.name)
+            table_key = self._table_key(source) if isinstance(source.this, exp.Identifier) else None
+            if table_key is not None:
+                cols = self._table_columns.get(table_key)
                 result = (cols, True) if cols is not None else (frozenset(), False)
             else:
                 result = (frozenset(), False)
@@ -613,7 +656,7 @@ class SQLValidator:
                     self._unknown_qualifier(column, scope, by_name, found)
                     continue
                 cols, complete = self._source_outputs(source, outputs)
-                if name in cols or not complete or (name in _ROWID_NAMES and isinstance(source, exp.Table)):
+                if name in cols or not complete or (name in self._system_columns and isinstance(source, exp.Table)):
                     continue
                 self._unknown_column(column, [(qualifier, source)], found, outputs)
                 continue
@@ -644,7 +687,7 @@ class SQLValidator:
                 continue
             if unsure or (name in aliases and not _in_select_list(column, query)):
                 continue  # SQLite sees result aliases in ON/WHERE/GROUP BY/HAVING/ORDER BY, not in the list
-            if name in _ROWID_NAMES and any(isinstance(s, exp.Table) for _, s in sources):
+            if name in self._system_columns and any(isinstance(s, exp.Table) for _, s in sources):
                 continue
             if self._resolves_outside(scope, name, outputs):
                 continue
@@ -910,7 +953,7 @@ def _statement_label(node: exp.Expr) -> str:
     return _NODE_LABELS.get(type(node).__name__, type(node).__name__.upper())
 
 
-def _policy_violation(tree: exp.Expr, starts: list[str]) -> str | None:
+def _policy_violation(tree: exp.Expr, starts: list[str], refused_functions: frozenset[str]) -> str | None:
     """A refusal message if ``tree`` is not a plain read-only query, else None."""
     first = starts[0] if starts else ""
     statement_words = _WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
@@ -934,7 +977,7 @@ def _policy_violation(tree: exp.Expr, starts: list[str]) -> str | None:
             return f"dangerous operation: {label}{where} (only a single read-only SELECT is allowed)"
         if isinstance(node, exp.Func):
             name = _function_name(node)
-            if name in DANGEROUS_FUNCTIONS:
+            if name in refused_functions:
                 return f"dangerous operation: function {name}() is not allowed"
     return None
 

@@ -1,0 +1,116 @@
+"""Copy a SQLite database (the bundled one, or a Spider database) into PostgreSQL or a DuckDB file.
+
+:func:`copy_sqlite_database` recreates every table with its primary and foreign keys, copies the rows and,
+on PostgreSQL, runs ANALYZE so that the catalog's sample values come from the engine's statistics. Names
+are folded to lower case on PostgreSQL, where unquoted names fold too: ``FROM Student`` in a gold query
+then still finds the table. A column whose stored values do not fit its declared type (SQLite lets
+``'n/a'`` into an INTEGER column) becomes TEXT.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from text2sql_dspy.programs.db.address import parse_address
+from text2sql_dspy.programs.db.catalog import connect_readonly, introspect_sqlite
+from text2sql_dspy.programs.errors import DatabaseError
+
+_INTEGER_WORDS = ("INT",)
+_REAL_WORDS = ("REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL", "NUMBER")
+
+
+def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool = True) -> list[str]:
+    """Copy every table of ``sqlite_path`` into the (empty, or ``replace``-d) database at ``target``; the table names."""
+    from sqlalchemy import Column, ForeignKeyConstraint, MetaData, PrimaryKeyConstraint, Table, create_engine, types
+
+    address = parse_address(target)
+    if address.engine == "sqlite":
+        raise DatabaseError("the target is SQLite already: give a postgresql:// or duckdb:/// URL.")
+    fold = str.lower if address.engine == "postgresql" else (lambda name: name)
+    catalog = introspect_sqlite(Path(sqlite_path))
+    source = connect_readonly(Path(sqlite_path))
+    try:
+        rows = {t.name: source.execute(f'SELECT * FROM "{t.name}"').fetchall() for t in catalog.tables}
+    finally:
+        source.close()
+    metadata = MetaData()
+    for table in catalog.tables:
+        values = rows[table.name]
+        columns = [
+            Column(fold(c.name), _sql_type(c.type, [r[i] for r in values], types), nullable=True, autoincrement=False)
+            for i, c in enumerate(table.columns)
+        ]
+        constraints: list[Any] = []
+        if table.primary_key and _unique_key(values, [table.column_names.index(k) for k in table.primary_key]):
+            constraints.append(PrimaryKeyConstraint(*[fold(k) for k in table.primary_key]))
+        Table(fold(table.name), metadata, *columns, *constraints)
+    _add_foreign_keys(catalog, rows, metadata, fold, ForeignKeyConstraint)
+    if address.path is not None:
+        address.path.parent.mkdir(parents=True, exist_ok=True)  # a new DuckDB file
+    engine = create_engine(address.sqlalchemy_url())
+    try:
+        with engine.begin() as conn:
+            if replace:
+                metadata.drop_all(conn)
+            metadata.create_all(conn)
+            by_name = {fold(t.name): t.name for t in catalog.tables}
+            for target_table in metadata.sorted_tables:  # referenced tables first
+                names = [c.name for c in target_table.columns]
+                data = [dict(zip(names, _fit(r, target_table))) for r in rows[by_name[target_table.name]]]
+                if data:
+                    conn.execute(target_table.insert(), data)
+        if address.engine == "postgresql":
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ANALYZE")
+    finally:
+        engine.dispose()
+    return [fold(t.name) for t in catalog.tables]
+
+
+def _sql_type(declared: str, values: list, types: Any) -> Any:
+    """The SQLAlchemy type for a column declared ``declared`` holding ``values``; TEXT when they do not fit."""
+    kind = declared.upper()
+    present = [v for v in values if v is not None]
+    if any(word in kind for word in _INTEGER_WORDS) and all(isinstance(v, int) for v in present):
+        return types.BigInteger()
+    if any(word in kind for word in _REAL_WORDS) and all(isinstance(v, int | float) for v in present):
+        return types.Float()
+    if "BOOL" in kind and all(v in (0, 1) for v in present):
+        return types.Integer()
+    if "BLOB" in kind and all(isinstance(v, bytes) for v in present):
+        return types.LargeBinary()
+    return types.Text()
+
+
+def _fit(row: tuple, table: Any) -> list:
+    """Values as the target column stores them (text columns get text)."""
+    out = []
+    for value, column in zip(row, table.columns):
+        if value is not None and column.type.__class__.__name__ == "Text" and not isinstance(value, str):
+            value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        out.append(value)
+    return out
+
+
+def _unique_key(rows: list[tuple], positions: list[int]) -> bool:
+    keys = [tuple(r[i] for i in positions) for r in rows]
+    return all(None not in k for k in keys) and len(set(keys)) == len(keys)
+
+
+def _add_foreign_keys(catalog: Any, rows: dict[str, list[tuple]], metadata: Any, fold: Any, constraint: Any) -> None:
+    """Foreign keys the stored rows obey, to another table's primary key (SQLite does not insist; the targets do)."""
+    for table in catalog.tables:
+        target_table = metadata.tables[fold(table.name)]
+        for column, ref_table, ref_column in table.foreign_keys:
+            referred = metadata.tables.get(fold(ref_table))
+            source_table = catalog.table(ref_table)
+            if referred is None or referred is target_table or source_table is None:
+                continue
+            if [c.name for c in referred.primary_key.columns] != [fold(ref_column)]:
+                continue
+            ref_index = [c.lower() for c in source_table.column_names].index(ref_column.lower())
+            keys = {r[ref_index] for r in rows[source_table.name]}
+            index = table.column_names.index(column)
+            if all(r[index] is None or r[index] in keys for r in rows[table.name]):
+                target_table.append_constraint(constraint([fold(column)], [f"{fold(ref_table)}.{fold(ref_column)}"]))

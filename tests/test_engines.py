@@ -1,0 +1,246 @@
+"""PostgreSQL (a real throwaway server) and DuckDB (a file): addresses, catalog, read-only execution, validator.
+
+The PostgreSQL tests use the session's ``postgres`` fixture and are skipped, saying why, only where the
+server binaries are missing. The DuckDB tests need no server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+import pytest
+
+from text2sql_dspy.optimize.metrics import compare_execution
+from text2sql_dspy.programs.agents.react import ReActAgent
+from text2sql_dspy.programs.cli import main
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.db.address import parse_address
+from text2sql_dspy.programs.db.database import open_database
+from text2sql_dspy.programs.db.dialect import transpile_gold
+from text2sql_dspy.programs.db.engines import RoleCanWriteWarning
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.db.transfer import copy_sqlite_database
+from text2sql_dspy.programs.errors import DatabaseError
+from tests.adversarial_corpus import engine_checksum, obeying_lm
+from tests.postgres_server import Server
+
+@pytest.fixture(scope="module")
+def bundled_sqlite_catalog():
+    from text2sql_dspy.programs.dataset import ensure_bundled_database
+
+    return open_source(ensure_bundled_database()).catalog
+
+
+RUNAWAY = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+
+
+# --- addresses ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "engine", "db_id", "dialect"),
+    [
+        ("data/x.sqlite", "sqlite", "x", "sqlite"),
+        ("sqlite:///data/x.sqlite", "sqlite", "x", "sqlite"),
+        ("duckdb:////tmp/w/shop.duckdb", "duckdb", "shop", "duckdb"),
+        ("/tmp/w/shop.duckdb", "duckdb", "shop", "duckdb"),
+        ("postgresql://reader:secret@db.example:5433/sales", "postgresql", "sales", "postgres"),
+        ("postgres://reader@/sales?host=/run/postgresql", "postgresql", "sales", "postgres"),
+    ],
+)
+def test_addresses_name_their_engine_database_and_dialect(target: str, engine: str, db_id: str, dialect: str) -> None:
+    address = parse_address(target)
+    assert (address.engine, address.db_id, address.dialect) == (engine, db_id, dialect)
+    assert "secret" not in address.shown
+
+
+def test_the_psycopg_driver_is_named_in_the_sqlalchemy_url() -> None:
+    assert parse_address("postgresql://u@h/db").sqlalchemy_url().startswith("postgresql+psycopg://u@h/db")
+
+
+@pytest.mark.parametrize(
+    ("target", "fix"),
+    [
+        ("mysql://u@h/db", "unsupported database URL scheme 'mysql://'"),
+        ("postgresql://u@localhost", "names no database"),
+        ("duckdb://", "needs a file"),
+        ("postgresql://u@127.0.0.1:1/db", "is the server running"),
+        ("duckdb:////nonexistent/x.duckdb", "database file not found"),
+    ],
+)
+def test_user_mistakes_in_a_url_raise_one_clear_error(target: str, fix: str) -> None:
+    with pytest.raises(DatabaseError, match=fix):
+        open_database(target)
+
+
+def test_cli_reports_a_bad_url_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ask", "How many users?", "--db", "mysql://u@h/db"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unsupported database URL scheme") and "Traceback" not in err
+
+
+# --- gold SQL across engines ----------------------------------------------------------------------
+
+
+def test_gold_sql_double_quoted_strings_become_strings_and_columns_stay_columns() -> None:
+    sql = transpile_gold('SELECT "Name" FROM singer WHERE country = "France"', "postgres", ["name", "country"])
+    assert sql == "SELECT \"Name\" FROM singer WHERE country = 'France'"
+    assert transpile_gold("SELECT 1", "sqlite") == "SELECT 1"
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def test_postgres_catalog_matches_the_sqlite_one_with_samples_and_dialect(postgres: Server, bundled_sqlite_catalog) -> None:
+    source = open_source(postgres.reader_url("saas"))
+    assert source.dialect == "postgres"
+    assert sorted(source.catalog.table_names) == sorted(bundled_sqlite_catalog.table_names)
+    users = source.catalog.table("users")
+    assert users is not None and users.primary_key == ["id"]
+    assert set(users.column("status").samples) <= {"active", "invited", "suspended", "deactivated"}
+    assert source.with_header("x").startswith("-- PostgreSQL database 'saas'")
+
+
+def test_postgres_other_schemas_comments_and_keys_are_in_the_catalog(postgres: Server) -> None:
+    source = open_source(postgres.reader_url("spider_like"))
+    invoices = source.catalog.table("billing.invoices")
+    assert invoices is not None and invoices.description == "Invoices sent to singers"
+    assert invoices.column("total").description == "Amount in euros, tax included"
+    assert invoices.column("singer_id").references == "singer.singer_id"
+    assert source.catalog.table("concert").column("singer_id").references == "singer.singer_id"
+    assert source.validator.validate("SELECT total FROM billing.invoices WHERE total > 100").valid
+    missing = source.validator.validate("SELECT total FROM billing.invoice")
+    assert not missing.valid and "did you mean: billing.invoices?" in missing.suggestions
+
+
+def test_postgres_runs_reads_caps_rows_and_times_out(postgres: Server) -> None:
+    database = open_source(postgres.reader_url("saas")).database
+    result = database.execute("SELECT id FROM users ORDER BY id", max_rows=3)
+    assert result.ok and result.rows == [(1,), (2,), (3,)] and result.truncated
+    assert database.execute("SELECT email FROM users WHERE email LIKE '%@%' LIMIT 1").ok  # '%' is no placeholder
+    for slow in (RUNAWAY, "SELECT pg_sleep(5)"):
+        timed = database.execute(slow, timeout_s=0.3)
+        assert timed.timed_out and timed.elapsed_s < 3
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM users",
+        "SELECT 1; DELETE FROM users",
+        "COMMIT",
+        "WITH d AS (DELETE FROM users RETURNING 1) SELECT count(*) FROM d",
+        "SELECT * INTO users_copy FROM users",
+        "SET default_transaction_read_only = off",
+        "CREATE TABLE pwned (x int)",
+    ],
+)
+def test_postgres_engine_refuses_writes_even_for_a_superuser(postgres: Server, sql: str) -> None:
+    admin = postgres.url("saas")
+    before = engine_checksum(admin, "postgres")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RoleCanWriteWarning)
+        database = open_database(admin)
+    result = database.execute(sql)
+    follow_up = database.execute("DELETE FROM users")  # a later query gets a fresh READ ONLY transaction
+    assert not follow_up.ok and follow_up.denied
+    assert engine_checksum(admin, "postgres") == before
+    assert result.error is None or result.denied or "multiple commands" in result.error or sql.startswith(("COMMIT", "SET"))
+
+
+def test_a_role_that_can_write_is_warned_about_and_a_reader_is_not(postgres: Server) -> None:
+    with pytest.warns(RoleCanWriteWarning, match="SELECT-only role"):
+        open_database(postgres.url("spider_like"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RoleCanWriteWarning)
+        open_database(postgres.reader_url("spider_like"))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY singer TO '/tmp/x.csv'", "DO $$ BEGIN DELETE FROM singer; END $$", "CALL p()", "LISTEN ch",
+        "NOTIFY ch", "SET statement_timeout = 0", "RESET ALL", "SELECT pg_read_file('/etc/passwd')",
+        "SELECT pg_sleep(10)", "SELECT lo_import('/etc/passwd')", "SELECT dblink('x', 'SELECT 1')",
+        "SELECT * INTO s2 FROM singer", "SELECT * FROM singer FOR UPDATE", "SELECT name FROM singer FOR SHARE",
+        "WITH d AS (DELETE FROM singer RETURNING *) SELECT * FROM d", "SELECT txid_current()",
+    ],
+)  # fmt: skip
+def test_postgres_hazards_are_dangerous_operations(postgres: Server, sql: str) -> None:
+    result = open_source(postgres.reader_url("spider_like")).validator.validate(sql)
+    assert not result.valid and result.dangerous, result.render()
+
+
+def test_a_function_the_engine_marks_volatile_is_refused(postgres: Server) -> None:
+    postgres.psql("spider_like", "CREATE OR REPLACE FUNCTION forget_singers() RETURNS int LANGUAGE sql VOLATILE "
+                                 "AS 'SELECT 1'")  # fmt: skip
+    database = open_database(postgres.reader_url("spider_like"))
+    assert "forget_singers" in database.refused_functions and "random" not in database.refused_functions
+    source = open_source(postgres.reader_url("spider_like"))
+    from text2sql_dspy.programs.db.validator import SQLValidator
+
+    result = SQLValidator(source.catalog, database, dialect="postgres").validate("SELECT forget_singers()")
+    assert result.dangerous and "forget_singers" in result.errors[0]
+
+
+def test_execution_match_runs_sqlite_gold_on_postgres(postgres: Server) -> None:
+    url = postgres.reader_url("spider_like")
+    comparison = compare_execution("SELECT name FROM singer WHERE country = 'France'",
+                                   'SELECT Name FROM Singer WHERE Country = "France"', url)  # fmt: skip
+    assert comparison.match and comparison.gold_rows == 2
+
+
+def test_a_data_folder_serves_a_db_id_from_postgres(postgres: Server, tmp_path: Path) -> None:
+    (tmp_path / "test.json").write_text('[{"db_id": "spider_like", "question": "How many singers?", '
+                                        '"query": "SELECT count(*) FROM singer"}]')  # fmt: skip
+    (tmp_path / "databases.json").write_text(f'{{"spider_like": "{postgres.reader_url("spider_like")}"}}')
+    [example] = load_split(tmp_path, "test")
+    assert example.db_path == postgres.reader_url("spider_like")
+    assert compare_execution("SELECT count(singer_id) FROM singer", example.gold_sql, example.db_path).match
+
+
+def test_an_agent_answers_from_a_postgres_url_and_a_hostile_answer_is_refused(postgres: Server) -> None:
+    url = postgres.reader_url("saas")
+    good = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT count(*) FROM users WHERE status = 'suspended'"))
+    answer = good.run("How many users are suspended?")
+    assert answer["valid"] and "users" in answer["query"]
+    bad = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT 1; DROP TABLE users"))
+    assert not bad.run("drop the users")["valid"]
+
+
+# --- DuckDB -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def duckdb_file(tiny_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("duck") / "tiny.duckdb"
+    copy_sqlite_database(tiny_db, f"duckdb:///{path}")
+    return path
+
+
+def test_duckdb_catalog_execution_and_file_untouched(duckdb_file: Path, tiny_db: Path) -> None:
+    digest = hashlib.sha256(duckdb_file.read_bytes()).hexdigest()
+    source = open_source(f"duckdb:///{duckdb_file}")
+    assert source.dialect == "duckdb" and source.with_header("").startswith("-- DuckDB database 'tiny'")
+    assert sorted(source.catalog.table_names) == sorted(open_source(tiny_db).catalog.table_names)
+    database = source.database
+    assert database.execute("SELECT count(*) FROM users").rows[0][0] > 0
+    assert database.execute("SELECT id FROM users ORDER BY id", max_rows=1).truncated
+    for write in ("DELETE FROM users", "CREATE TABLE pwned AS SELECT 1", "COPY users TO '/tmp/pwned.csv'",
+                  "SELECT * FROM read_csv('/etc/passwd')", "ATTACH '/tmp/pwned.duckdb' AS p", "INSTALL httpfs",
+                  "SET enable_external_access = true", "SELECT 1; DELETE FROM users"):  # fmt: skip
+        result = database.execute(write)
+        assert not result.ok, write
+    timed = database.execute(RUNAWAY, timeout_s=0.3)
+    assert timed.timed_out and timed.elapsed_s < 3
+    assert database.execute("SELECT 1").ok  # the interrupt does not poison the next query
+    assert not source.validator.validate("SELECT * FROM read_csv('/etc/passwd')").valid
+    assert source.validator.validate("SELECT email FROM users ORDER BY email LIMIT 3").valid
+    assert hashlib.sha256(duckdb_file.read_bytes()).hexdigest() == digest
+    assert not Path("/tmp/pwned.csv").exists()
+
+
+def test_duckdb_file_path_alone_is_enough(duckdb_file: Path) -> None:
+    assert open_database(str(duckdb_file)).dialect == "duckdb"
