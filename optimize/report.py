@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from text2sql_dspy.programs.agents.tools import ACCEPT_SCORE
+from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
 SEED_METRICS = (
     "structural_validation_calls",
     "judge_calls",

@@ -219,12 +219,12 @@ def test_v2_redrafts_from_the_facts_when_the_chosen_query_is_judged_wrong(tiny_d
 
 def test_v2_keeps_the_first_choice_when_the_redraft_is_judged_worse(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([
-        scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.4, ["maybe wrong"]),
+        scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.3, ["maybe wrong"]),
         scripted_draft(ALL_USERS, 0.97), scripted_verdict(0.2),
     ])
     result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert tools_used(result).count("llm_judge_evaluate") == 2  # the redraft was judged ...
-    assert result["query"] == GOOD_SQL and result["judge_score"] == pytest.approx(0.4)  # ... and lost
+    assert result["query"] == GOOD_SQL and result["judge_score"] == pytest.approx(0.3)  # ... and lost
 
 
 def test_v2_redrafts_from_the_validator_when_no_candidate_is_valid(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -242,7 +242,7 @@ def test_judge_loop_prevention_stops_when_score_does_not_improve(tiny_db: Path, 
         Scripted(step("validate_sql", query=ALL_USERS)), Scripted(step("llm_judge_evaluate", query=ALL_USERS)),
         scripted_verdict(0.5, ["missing filter"]),
         Scripted(step("validate_sql", query=q2)), Scripted(step("llm_judge_evaluate", query=q2)),
-        scripted_verdict(0.4, ["wrong filter"]),
+        scripted_verdict(0.3, ["wrong filter"]),
         Scripted(step("validate_sql", query=GOOD_SQL)), Scripted(step("llm_judge_evaluate", query=GOOD_SQL)),
         Scripted(step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.6)),
     ])

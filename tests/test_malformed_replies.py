@@ -68,6 +68,8 @@ PROGRAMS = {"v1": ReActAgent, "v2": ReActAgentV2}
 
 def build(kind: str, tiny_db: Path, tiny_schemas: Path, answers: list, judge: list | None = None) -> Any:
     options: dict[str, Any] = {"judge_lm": DummyLM(judge or [verdict(True)] * 4)} if kind == "v2" else {}
+    if kind in ("v1", "v2"):
+        options["max_repair_steps"] = 10  # room for the loop's malformed steps
     cls = PROGRAMS.get(kind, Baseline)
     return cls(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=RecordedLM(answers), **options)
 

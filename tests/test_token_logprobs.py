@@ -99,7 +99,7 @@ def test_drafting_asks_for_logprobs_only_where_the_lm_returns_them() -> None:
 
 
 def judge(lm: dspy.LM):  # noqa: ANN201
-    return judge_sql(dspy.Predict(JudgeSQL), lm, question="How many?", sql="SELECT 1", execution_result="1 row")
+    return judge_sql(dspy.Predict(JudgeSQL), lm, question="How many?", sql="SELECT 1", execution_result="1 row", explain=False)
 
 
 def test_the_judge_score_is_p_true_even_against_the_written_verdict() -> None:

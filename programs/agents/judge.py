@@ -15,6 +15,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.drafting import FIELD_END, logprob_config
 from text2sql_dspy.programs.agents.recovery import predict_or_error
+from text2sql_dspy.programs.agents.thresholds import LOW_SCORE
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_of_true, reply_tokens
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
@@ -22,7 +23,6 @@ __all__ = ["JUDGE_MAX_TOKENS", "judge_sql"]
 
 JUDGE_MAX_TOKENS = 200  # a verdict with two short issue lists
 VERDICT_MAX_TOKENS = 16  # "[[ ## is_correct ## ]]\nTrue": the verdict alone
-REJECTED_BELOW = 0.5
 
 
 def judge_sql(
@@ -38,7 +38,7 @@ def judge_sql(
     """
     inputs = {"question": question, "sql_query": sql, "execution_result": execution_result}
     verdict = _judge_once(predictor, lm, inputs, max_tokens=VERDICT_MAX_TOKENS, stop=[FIELD_END])
-    if explain and verdict.correctness_score < REJECTED_BELOW and not verdict.issues:
+    if explain and verdict.correctness_score < LOW_SCORE and not verdict.issues:
         explained = _judge_once(predictor, lm, inputs, max_tokens=JUDGE_MAX_TOKENS)
         verdict = verdict.model_copy(update={"issues": explained.issues, "suggestions": explained.suggestions})
     return verdict

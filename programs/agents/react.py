@@ -30,7 +30,8 @@ from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.recovery import MALFORMED_REPLY_ERRORS, predict_or_error
-from text2sql_dspy.programs.agents.tools import LOW_SCORE, AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
+from text2sql_dspy.programs.agents.thresholds import LOW_SCORE
+from text2sql_dspy.programs.agents.tools import AgentState, AgentStateV2, Limits, Toolbox, combined_confidence
 from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import ValidationResult
@@ -139,7 +140,7 @@ class ReActAgent(Text2SQLProgram):
         max_iterations: int = 10,
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
-        max_repair_steps: int = 3,
+        max_repair_steps: int = 1,
         **kwargs: Any,
     ):
         super().__init__(db_path, **kwargs)

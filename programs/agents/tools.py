@@ -19,10 +19,9 @@ from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.db.execution_facts import ExecutionFacts, facts_of
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import SQLValidator, ValidationResult, clean_sql
+from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.signatures import LLMJudgeOutput
 
-ACCEPT_SCORE = 0.7
-LOW_SCORE = 0.5
 FAILED_VALIDATION_CAP = 0.3
 # (lowest judge score, confidence band) — the seeds' confidence table for a structurally valid query.
 CONFIDENCE_BANDS = [(0.9, (0.9, 1.0)), (0.7, (0.7, 0.9)), (0.5, (0.5, 0.7)), (0.0, (0.3, 0.5))]
