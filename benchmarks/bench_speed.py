@@ -151,6 +151,8 @@ def main() -> int:
     parser.add_argument("--spider", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared/benchmarks/spider-public")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-speed"))
     parser.add_argument("--skip-ask", action="store_true", help="skip the fresh-process text2sql ask timing")
+    parser.add_argument("--sets", nargs="+", choices=["spider-dev", "bundled-test"], default=["spider-dev", "bundled-test"],
+                        help="data sets to run (default: both)")
     args = parser.parse_args()
     logging.getLogger("dspy").setLevel(logging.ERROR)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -158,7 +160,8 @@ def main() -> int:
     records = [json.loads(line) for line in records_file.read_text().splitlines()] if records_file.exists() else []
     done = {(r["dataset"], r["index"]) for r in records}
 
-    sets = {"spider-dev": load_split(args.spider, "dev", limit=args.n), "bundled-test": load_split(BUNDLED_DATA, "test", limit=args.n)}
+    sources = {"spider-dev": (args.spider, "dev"), "bundled-test": (BUNDLED_DATA, "test")}
+    sets = {name: load_split(*sources[name], limit=args.n) for name in args.sets}
     lm = build_lm("local")
     shared = lm.engine.load()
     programs = {name: make_program(name, lm=lm) for name in PROGRAMS}
@@ -171,8 +174,8 @@ def main() -> int:
                 fh.write(json.dumps(row) + "\n")
             fh.flush()
 
-    summary = summarise(records)
-    if not args.skip_ask:
+    summary = summarise([r for r in records if r["dataset"] in sets and r["index"] < args.n])
+    if not args.skip_ask and "spider-dev" in sets:
         spider_db = sets["spider-dev"][0].db_path
         asks = fresh_process_ask([sets["spider-dev"][0].question, sets["spider-dev"][1].question], spider_db)
         summary["ask_fresh_process"] = {"first_s": asks[0], "second_s": asks[1],

@@ -57,8 +57,8 @@ def test_corrupt_database_is_a_user_error(capsys: pytest.CaptureFixture[str], tm
         ("cli", ["ask", "How many users?", "--rows", "-1"], "must be at least 1, got -1"),
         ("cli", ["ask", "How many users?", "--top-k", "0"], "must be at least 1, got 0"),
         ("cli", ["evaluate", "--limit", "0"], "must be at least 1, got 0"),
-        ("cli", ["compile", "--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--dev-limit", "0"],
-         "must be at least 1, got 0"),
+        ("cli", ["compile", "--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--dev-limit", "-1"],
+         "must be at least 0, got -1"),  # 0 is allowed there: no dev scoring
         ("evaluate", ["--limit", "0"], "must be at least 1, got 0"),
         ("evaluate", ["--threads", "two"], "'two' is not a whole number"),
         ("optimize", ["--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--train-limit", "-3"],

@@ -284,8 +284,15 @@ class ReActAgentV2(ReActAgent):
         return AgentStateV2(question=question)
 
     def evaluate_sql(self, question: str, sql: str, execution_result: str) -> LLMJudgeOutput:
-        """One judge call on the judge LM. Unparseable output scores 0.0 with the reason as an issue."""
-        return judge_sql(self.judge, self.judge_lm, question=question, sql=sql, execution_result=execution_result)
+        """One judge call on the judge LM: the verdict alone, whose score is the judge's P(correct).
+
+        Unparseable output scores 0.0 with the reason as an issue. The judge's written issues cost a
+        second call of up to 200 tokens; on the embedded model they did not pay for it (see README),
+        so the agent asks only for the verdict; the optimizer metric still asks for the issues.
+        """
+        return judge_sql(
+            self.judge, self.judge_lm, question=question, sql=sql, execution_result=execution_result, explain=False
+        )
 
     def _opening(self, toolbox: Toolbox, trajectory: dict[str, Any], question: str, view: SchemaView) -> str | None:
         state = toolbox.state
@@ -315,7 +322,8 @@ class ReActAgentV2(ReActAgent):
                       {"query": group.sql})
             group.verdict = state.judge_of(group.sql)
         best = max(groups, key=lambda g: choice_score(g, total))
-        if (best.verdict is None or best.verdict.correctness_score < LOW_SCORE) and not state.judge_degraded:
+        facts = toolbox.execution_facts(best.sql)
+        if (not facts.ok or facts.empty or facts.all_null) and not state.judge_degraded:  # facts, not the judge's doubt
             redraft = Candidate(self._draft(toolbox, question, view, hints=repair_hints(best, toolbox)))
             if redraft.sql and all(redraft.sql != c.sql for c in pool) and self._check(
                 toolbox, trajectory, redraft, "I redrafted the query from the judge's findings; check it."
