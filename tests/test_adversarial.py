@@ -244,7 +244,7 @@ def test_agent_is_told_the_query_timed_out_and_carries_on(tiny_db: Path, tiny_sc
         step("validate_sql", query=GOOD_SQL),
         step("submit_answer", query=GOOD_SQL, explanation="counts suspended users", confidence=0.8),
     ])  # fmt: skip
-    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm)
+    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, max_repair_steps=3)
     source = program.source()
     start = time.perf_counter()
     result = program.run("How many users are suspended?")
