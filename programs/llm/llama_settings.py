@@ -9,14 +9,23 @@ Contract:
   :func:`model_params_override` applies the one model parameter that ``Llama()`` does not take
   (``use_extra_bufts``) while a model loads.
 
-Figures are from ``python benchmarks/bench_engine.py --sweep`` on this project's 2-core machine
-(AMD EPYC, no AMX; prompt of 600 tokens, 64 generated; tokens/s, one run, same process):
+Why these defaults, from ``python benchmarks/bench_engine.py --sweep`` on this project's 2-core
+AMD EPYC (no AMX), 600-token prompt, 64 generated tokens, first round (other jobs shared the cores,
+so read the direction, not the digits):
 
-=====================================  ===========  ===========
-setting                                prompt tok/s  gen tok/s
-=====================================  ===========  ===========
-see ``SWEEP_FIGURES`` below
-=====================================  ===========  ===========
+==================================  ============  =========
+setting                             prompt tok/s  gen tok/s
+==================================  ============  =========
+extra buffer types on (repacked)    34.6          16.6
+extra buffer types off              24.2          15.0
+on, flash attention                 41.4          16.0
+on, n_batch 256                     41.6           8.0
+on, KV cache q8_0 + flash attention 20.2           1.1
+==================================  ============  =========
+
+Repacked weights are faster where the CPU has no AMX, so extra buffer types stay on there and go
+off only on AMX CPUs. Flash attention, a smaller batch and a quantized KV cache were not shown to
+help, so llama.cpp's defaults stay (f16 KV, n_batch 512, no flash attention); every core is used.
 """
 
 from __future__ import annotations
