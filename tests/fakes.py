@@ -20,6 +20,7 @@ import dspy
 from dspy.adapters.chat_adapter import ChatAdapter, FieldInfoWithName
 from dspy.lm15 import Message, Response, TextPart, TokenLogprob, TopLogprob, Usage, response_to_events
 from dspy.signatures.field import OutputField
+from dspy.utils import DummyLM
 
 GOOD_SQL = "SELECT count(*) FROM users WHERE status = 'suspended'"
 BAD_SQL = "SELECT count(*) FROM users WHERE state = 'suspended'"  # no column "state": the validator says "status"
@@ -145,3 +146,12 @@ class LogprobEngine:
 def logprob_lm(replies: list[Scripted] | dict[str, Scripted], model: str = "openai/scripted-logprobs") -> dspy.LM:
     """An LM over :class:`LogprobEngine` (``.engine``); an ``openai/`` model, so it counts as returning logprobs."""
     return dspy.LM(model, engine=LogprobEngine(replies), cache=False, num_retries=0)
+
+
+class RecordedLM(DummyLM):
+    """DummyLM that also replays raw reply text: a ``str`` answer is sent exactly as written."""
+
+    def _format_answer_fields(self, field_names_and_values: dict[str, Any] | str) -> str:
+        if isinstance(field_names_and_values, str):
+            return field_names_and_values
+        return super()._format_answer_fields(field_names_and_values)

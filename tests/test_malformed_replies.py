@@ -15,21 +15,12 @@ from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.signatures import DraftSQL
-from tests.fakes import BAD_SQL, GOOD_SQL, draft, step, tools_used, verdict
+from tests.fakes import BAD_SQL, GOOD_SQL, RecordedLM, draft, step, tools_used, verdict
 
 ALL_USERS = "SELECT count(*) FROM users"
 
 
-class RecordedLM(DummyLM):
-    """DummyLM that also replays raw reply text: a ``str`` answer is sent exactly as written."""
-
-    def _format_answer_fields(self, field_names_and_values: dict[str, Any] | str) -> str:
-        if isinstance(field_names_and_values, str):
-            return field_names_and_values
-        return super()._format_answer_fields(field_names_and_values)
-
-
-# Replies no adapter can read as a draft (ChatAdapter, then its JSON fallback: two calls each).
+# Replies no adapter can read as a draft (one ChatAdapter call each: there is no JSON-formatted retry).
 MALFORMED_DRAFTS = {
     "empty": "",
     "whitespace": "  \n\t ",
@@ -98,7 +89,7 @@ def test_an_unreadable_draft_is_an_error_not_an_exception(reply: str) -> None:
 def test_unreadable_draft_lets_the_agent_write_the_query_itself(
     tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
 ) -> None:
-    answers = [reply, reply, step("validate_sql", query=GOOD_SQL),
+    answers = [reply, step("validate_sql", query=GOOD_SQL),  # one call: no JSON-formatted retry of the draft
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
     result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert result["query"] == GOOD_SQL and result["valid"]

@@ -53,6 +53,7 @@ STALL_LIMIT = 3  # repair ends after this many tool calls in a row that changed 
 # the cap a run-on step wrote up to 1,024 tokens (~70 s on 2 cores).
 STEP_MAX_TOKENS = 200
 SAMPLE_TEMPERATURE = 0.7
+DEFAULT_REPAIR_STEPS = 3  # agent steps of repair on a served or hosted model (see ReActAgent.max_repair_steps)
 
 
 class SQLReAct(dspy.ReAct):
@@ -140,15 +141,29 @@ class ReActAgent(Text2SQLProgram):
         max_iterations: int = 10,
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
-        max_repair_steps: int = 1,
+        max_repair_steps: int | None = None,
         **kwargs: Any,
     ):
         super().__init__(db_path, **kwargs)
-        self.max_repair_steps = max_repair_steps
+        self._max_repair_steps = max_repair_steps
         self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, self._judge_budget())
         self.draft = dspy.Predict(DraftSQL)
         template = Toolbox(None, None, None, None, self.limits, judge=self._judge_fn())  # type: ignore[arg-type]
         self.agent = SQLReAct(DraftSQL, template.tools(), max_iterations, with_judge=self.uses_judge)
+
+    @property
+    def max_repair_steps(self) -> int:
+        """ReAct steps after the opening found no valid query: as given, else 0 on the embedded model, 3 on others.
+
+        On the embedded 1.5B model a repair step costs 30-60 s (a new ~1,000-token prompt and a
+        200-token reply) and rarely repairs: it wrote ``tool_name_0`` for ``next_tool_name`` and
+        failed to parse in every case seen while profiling the speed benchmark (see README).
+        """
+        if self._max_repair_steps is not None:
+            return self._max_repair_steps
+        from text2sql_dspy.programs.llm.factory import is_embedded_model
+
+        return 0 if is_embedded_model(self.lm) else DEFAULT_REPAIR_STEPS
 
     def _judge_budget(self) -> int:
         return 0

@@ -181,10 +181,20 @@ LOGPROB_PROVIDERS = frozenset({"openai", "hosted_vllm", "together_ai", "firework
 
 def supports_logprobs(lm: Any) -> bool:
     """True when ``lm`` returns token log-probabilities: the embedded engine and OpenAI-compatible servers."""
-    if isinstance(getattr(lm, "engine", None), LlamaCppEngine):
+    if is_embedded_model(lm):
         return True
     provider = str(getattr(lm, "model", "")).partition("/")[0].lower()
     return provider in LOGPROB_PROVIDERS
+
+
+def is_embedded_model(lm: Any) -> bool:
+    """True when ``lm`` runs on the embedded llama.cpp engine."""
+    return isinstance(getattr(lm, "engine", None), LlamaCppEngine)
+
+
+def supports_prefill(lm: Any) -> bool:
+    """True when ``lm`` continues a final assistant message (a prefilled reply): the embedded engine."""
+    return is_embedded_model(lm)
 
 
 def build_lm(model: str | None = None, *, role: Role = "agent", **kwargs: Any) -> dspy.LM:

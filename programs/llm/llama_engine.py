@@ -15,6 +15,10 @@ Contract:
   greedy decoding at temperature 0 (the default), ``max_tokens`` and ``stop``
   from the request, and JSON / JSON-schema constrained decoding when the
   request carries ``response_format`` (DSPy's ``JSONAdapter``).
+* A request whose last message is the assistant's is a *prefill*: the model continues that
+  turn (the reply is the prefill plus what the model wrote), as Anthropic's API does. The
+  adapter uses it to start each reply with its first field marker, so a small model cannot
+  open with another field or a JSON object.
 * Usage (``input_tokens``, ``output_tokens`` and ``cache_read_tokens`` = prompt
   tokens served from the KV cache) is reported in the Response, so
   ``track_usage`` / ``get_lm_usage()`` / ``lm.history`` show it.
@@ -224,6 +228,7 @@ class SharedLlama:
                 model_path=str(self.model_path), n_ctx=n_ctx, verbose=False, **self.settings.llama_kwargs()
             )
         self.stats.load_seconds = time.perf_counter() - start
+        self._formatter: Any = None
         self.prefix_cache = prefix_cache
         if prefix_cache:
             self.llm.set_cache(self._prefix_cache(prefix_cache_bytes, prefix_cache_entries))
@@ -258,7 +263,7 @@ class SharedLlama:
             start = time.perf_counter()
             before = self._known_states()
             try:
-                result = self.llm.create_chat_completion(messages=messages, stream=False, **options)
+                result = self._complete(messages, options)
             except ValueError as exc:
                 self.stats.errors += 1
                 match = _CTX_ERROR.search(str(exc))
@@ -283,6 +288,44 @@ class SharedLlama:
             self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
             self.stats.seconds += time.perf_counter() - start
             return result, cached
+
+    def _complete(self, messages: list[dict[str, str]], options: dict[str, Any]) -> dict[str, Any]:
+        """``create_chat_completion``, or the continuation of a prefilled assistant turn (see module docstring)."""
+        if not messages or messages[-1]["role"] != "assistant":
+            return self.llm.create_chat_completion(messages=messages, stream=False, **options)
+        prefill = messages[-1]["content"]
+        rendered = self._chat_formatter()(messages=messages[:-1])  # ends with the assistant turn's opening
+        prompt = self.llm.tokenize((rendered.prompt + prefill).encode("utf-8"), add_bos=not rendered.added_special,
+                                   special=True)
+        options = {k: v for k, v in options.items() if k != "response_format"}
+        rstop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
+        options["stop"] = list(options.get("stop") or []) + rstop
+        result = self.llm.create_completion(prompt=prompt, stream=False, **options)
+        choice = result["choices"][0]
+        return {
+            "id": result.get("id"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": prefill + choice["text"]},
+                         "finish_reason": choice.get("finish_reason")}],
+            "usage": result.get("usage") or {},
+        }
+
+    def _chat_formatter(self) -> Any:
+        """The model's own chat template, rendered as ``create_chat_completion`` renders it."""
+        if self._formatter is None:
+            from llama_cpp import llama_chat_format
+
+            template = self.llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise InvalidRequestError("this GGUF has no chat template, so a reply cannot be prefilled",
+                                          provider=PROVIDER)
+            eos, bos = self.llm.token_eos(), self.llm.token_bos()
+            self._formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template,
+                eos_token=self.llm._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=self.llm._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+        return self._formatter
 
     def piece(self, token: int) -> str:
         """The text of one token (bytes that are not valid UTF-8 on their own are replaced)."""
@@ -527,8 +570,9 @@ class LlamaCppEngine:
         choice = (result.get("choices") or [{}])[0]
         text = (choice.get("message") or {}).get("content") or ""
         usage = result.get("usage") or {}
+        prefill = messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
         return Response(
-            logprobs=recorder.token_logprobs(text, greedy=options["temperature"] == 0.0) if recorder else None,
+            logprobs=recorder.token_logprobs(text, greedy=options["temperature"] == 0.0, prefill=prefill) if recorder else None,
             id=result.get("id") or None,
             model=request.model,
             message=Message.assistant([TextPart(text)]),

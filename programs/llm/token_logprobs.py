@@ -58,8 +58,11 @@ class LogprobRecorder:
         self.steps.append((chosen, float(row[chosen]) - lse, self._tops[len(self.steps)]))
         self._pending = None
 
-    def token_logprobs(self, text: str, greedy: bool) -> tuple[TokenLogprob, ...]:
+    def token_logprobs(self, text: str, greedy: bool, prefill: str = "") -> tuple[TokenLogprob, ...]:
         """The steps that produced ``text``, as lm15 ``TokenLogprob``s.
+
+        A ``prefill`` that ``text`` starts with was given, not generated: it comes first as one
+        entry with log-probability 0, so the entries still spell ``text``.
 
         The last step's token is never evaluated by llama.cpp, so it is not in ``input_ids``: under
         greedy decoding it is the arg-max; otherwise it is dropped. Steps past ``text`` (the
@@ -70,6 +73,9 @@ class LogprobRecorder:
             self._resolve(int(np.argmax(row)))
         out: list[TokenLogprob] = []
         produced = ""
+        if prefill and text.startswith(prefill):
+            out.append(TokenLogprob(token=prefill, logprob=0.0))
+            produced = prefill
         for chosen, logprob, alternatives in self.steps:
             if len(produced) >= len(text):
                 break
