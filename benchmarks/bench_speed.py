@@ -35,6 +35,7 @@ from typing import Any
 from tqdm import tqdm
 
 from text2sql_dspy.optimize.metrics import compare_execution
+from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
 from text2sql_dspy.programs.db.source import open_source
@@ -126,11 +127,21 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
                 "kv_served": sum(r["cached_prompt_tokens"] for r in mine) / prompt if prompt else 0.0,
                 "accuracy": sum(bool(r["correct"]) for r in mine) / len(mine),
                 "calls_median": statistics.median(r["calls"] for r in mine),
+                "confidence_ece": expected_calibration_error(
+                    [(float(r["confidence"]), bool(r["correct"])) for r in mine if r.get("confidence") is not None]),
             }
+            judged = [(float(r["judge_score"]), bool(r["correct"])) for r in mine if r.get("judge_score") is not None]
+            if judged:
+                figures[name].update(judge_reliability(judged), judge_ece=expected_calibration_error(judged),
+                                     judged=len(judged))
         all_prompt = sum(r["prompt_tokens"] for r in rows)
         figures["kv_served_all_calls"] = sum(r["cached_prompt_tokens"] for r in rows) / all_prompt if all_prompt else 0.0
         out[dataset] = figures
     return out
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def fresh_process_ask(questions: list[str], db_path: str) -> list[float]:
@@ -196,6 +207,14 @@ def main() -> int:
                 print(f"  {name:<9} {f['median_s']:7.2f}s {f['p95_s']:7.2f}s {f['median_ratio']:7.2f}x {f['p95_ratio']:7.2f}x "
                       f"{f['completion_tokens_median']:8.0f} {f['prompt_tokens_median']:10.0f} {f['kv_served']:9.1%} "
                       f"{f['calls_median']:6.0f} {f['accuracy']:8.1%}")
+        for name in PROGRAMS:
+            if name in fig:
+                f = fig[name]
+                line = f"  {name}: confidence ECE {_fmt(f['confidence_ece'])}"
+                if "judged" in f:
+                    line += (f"; judge score vs execution (n={f['judged']}): ROC AUC {_fmt(f['judge_auc'])}, "
+                             f"ECE {_fmt(f['judge_ece'])}")
+                print(line)
     if "ask_fresh_process" in summary:
         ask = summary["ask_fresh_process"]
         print(f"\ntext2sql ask, fresh process, second question on one database: {ask['second_s']:.2f}s "

@@ -15,7 +15,7 @@ from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, NEUTRAL_CONFIDENCE
 from text2sql_dspy.programs.agents.tools import AgentStateV2, combined_confidence
-from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.agents.react import DEFAULT_REPAIR_STEPS, ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.dataset import BUNDLED_SCHEMAS
 from text2sql_dspy.programs.db.describe import describe_query
@@ -164,18 +164,28 @@ def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_sch
     assert lm.engine.requests[1].config.logprobs == 5
 
 
-def test_v2_samples_candidates_when_the_greedy_draft_is_unsure(tiny_db: Path, tiny_schemas: Path) -> None:
+def test_v2_samples_candidates_when_the_greedy_draft_is_unsure_and_stops_once_the_majority_is_settled(
+    tiny_db: Path, tiny_schemas: Path
+) -> None:
     same_rows = "SELECT count(id) FROM users WHERE status = 'suspended'"
-    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.5), scripted_draft(GOOD_SQL, 0.7),
-                     scripted_verdict(0.9)])
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.5), scripted_verdict(0.9)])
     result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     greedy, *samples, _judge = lm.engine.requests
     assert greedy.config.temperature in (None, 0.0)
-    assert [(r.config.temperature, r.config.seed) for r in samples] == [(0.7, 1), (0.7, 2)]
-    # two distinct queries validated, one result: one judge call for the group of all three drafts
+    # the sample returned the greedy draft's rows: 2 of 3 votes, which a third draft could not overturn
+    assert [(r.config.temperature, r.config.seed) for r in samples] == [(0.7, 1)]
+    # two distinct queries validated, one result: one judge call for the group of both drafts
     assert tools_used(result) == ["validate_sql", "validate_sql", "llm_judge_evaluate", "submit_answer"]
-    assert result["query"] == GOOD_SQL and result["candidates"] == 3 and result["agreement"] == 1.0
+    assert result["query"] == GOOD_SQL and result["candidates"] == 2 and result["agreement"] == 1.0
     assert result["judge_calls"] == 1 and result["confidence"] == pytest.approx(0.9)  # 0.78, raised into 0.9-1.0
+
+
+def test_v2_draws_the_third_candidate_when_the_first_two_disagree(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6), scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6),
+                     scripted_verdict(0.8), scripted_verdict(0.2)])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert [r.config.seed for r in lm.engine.requests[1:3]] == [1, 2]
+    assert result["candidates"] == 3 and result["query"] == GOOD_SQL and result["agreement"] == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize(
@@ -235,11 +245,11 @@ def test_v2_keeps_the_first_choice_when_the_redraft_is_judged_worse(tiny_db: Pat
 
 
 def test_v2_redrafts_from_the_validator_when_no_candidate_is_valid(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL)] * 3 + [draft(GOOD_SQL), verdict(True)]
+    answers = [draft(BAD_SQL)] * 2 + [draft(GOOD_SQL), verdict(True)]
     result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert tools_used(result) == ["validate_sql", "validate_sql", "llm_judge_evaluate", "submit_answer"]
     assert result["query"] == GOOD_SQL and result["judge_score"] == 1.0  # a written verdict: 1.0 or 0.0
-    assert result["candidates"] == 3  # the greedy draft and two samples (no token confidence: always sampled)
+    assert result["candidates"] == 2  # the greedy draft and one sample (no token confidence: always sampled)
 
 
 def test_judge_loop_prevention_stops_when_score_does_not_improve(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -274,12 +284,12 @@ class FailingEngine:
 
 def test_failing_judge_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
     failing = dspy.LM("failing/judge", engine=FailingEngine(), num_retries=0)
-    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL)] * 3, judge_lm=failing)
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL)] * 2, judge_lm=failing)
     result = program.run("How many users are suspended?")
     assert result["judge_degraded"] and "judge service unavailable" in result["judge_errors"][0]
     assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(NEUTRAL_CONFIDENCE)  # V1's rule
-    assert result["candidates"] == 3 and result["agreement"] == 1.0
-    assert result["lm_calls"] == 4  # three drafts and the judge call that failed; no redraft
+    assert result["candidates"] == 2 and result["agreement"] == 1.0
+    assert result["lm_calls"] == 3  # two agreeing drafts and the judge call that failed; no redraft
 
 
 def test_unparseable_judge_output_scores_zero_with_the_reason(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -411,3 +421,14 @@ def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Pat
     result = program.run("How many users are suspended?")
     assert result["fallback_reason"] == "repair step limit reached (3 agent steps)"
     assert len(result["reasoning_steps"]) == 1 + 3  # the opening's check (the redraft repeated it), then three agent steps
+
+
+def test_the_react_repair_is_off_by_default_on_the_embedded_model_only(
+    tiny_db: Path, tiny_schemas: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded, served = DummyLM([]), DummyLM([])
+    monkeypatch.setattr("text2sql_dspy.programs.llm.factory.is_embedded_model", lambda lm: lm is embedded)
+    options = {"schema_path": tiny_schemas, "retrieval_type": "keyword"}
+    assert ReActAgent(tiny_db, lm=embedded, **options).max_repair_steps == 0
+    assert ReActAgent(tiny_db, lm=served, **options).max_repair_steps == DEFAULT_REPAIR_STEPS > 0
+    assert ReActAgent(tiny_db, lm=embedded, max_repair_steps=2, **options).max_repair_steps == 2

@@ -67,8 +67,9 @@ def build(kind: str, tiny_db: Path, tiny_schemas: Path, answers: list, judge: li
 
 def failed_opening(kind: str, sql: str = BAD_SQL) -> list[dict[str, Any]]:
     """The draft replies an opening consumes when every draft writes the same invalid ``sql``: V1 drafts and
-    redrafts; V2 (no token confidence, so it samples) drafts three candidates, then redrafts."""
-    return [draft(sql)] * (4 if kind == "v2" else 2)
+    redrafts; V2 (no token confidence, so it samples) drafts twice (the two agree, so a third draft could not
+    change the majority), then redrafts."""
+    return [draft(sql)] * (3 if kind == "v2" else 2)
 
 
 @pytest.mark.parametrize("reply", [reply for reply, _ in SALVAGED_DRAFTS.values()], ids=SALVAGED_DRAFTS.keys())
@@ -101,7 +102,7 @@ def test_unreadable_draft_lets_the_agent_write_the_query_itself(
 def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
     tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
 ) -> None:
-    answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), reply, reply]
+    answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), reply]  # one call: no JSON retry
     result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert "malformed model reply" in result["fallback_reason"]
     assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3

@@ -75,15 +75,19 @@ def test_v2_answers_an_easy_bundled_question_with_sql_that_runs(local_lm: dspy.L
 
 
 def test_token_logprobs_give_the_draft_a_confidence_and_the_judge_a_probability(local_lm: dspy.LM) -> None:
-    from text2sql_dspy.programs.agents.drafting import draft_sql
+    from text2sql_dspy.programs.agents.drafting import NEUTRAL_CONFIDENCE, draft_sql
     from text2sql_dspy.programs.agents.judge import judge_sql
+    from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
     from text2sql_dspy.signatures import DraftSQL, JudgeSQL
 
     schema = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, blocked INTEGER);"
-    draft = draft_sql(dspy.Predict(DraftSQL), local_lm, question="How many users are blocked?", table_schemas=schema)
-    assert "users" in draft.sql.lower() and 0.0 < draft.confidence <= 1.0
-    verdict = judge_sql(dspy.Predict(JudgeSQL), local_lm, question="How many users are blocked?",
-                        sql=draft.sql, execution_result="columns: count(*)\n1 row\n| 3 |")
+    with dspy.context(adapter=StablePrefixAdapter()):  # the programs' adapter: replies are prefilled
+        draft = draft_sql(dspy.Predict(DraftSQL), local_lm, question="How many users are blocked?", table_schemas=schema)
+        verdict = judge_sql(dspy.Predict(JudgeSQL), local_lm, question="How many users are blocked?",
+                            sql=draft.sql, execution_result="columns: count(*)\n1 row\n| 3 |")
+    prompt = local_lm.history[-1]["messages"]
+    assert prompt[-1] == {"role": "assistant", "content": "[[ ## is_correct ## ]]\n"}, "the judge's reply was prefilled"
+    assert "users" in draft.sql.lower() and 0.0 < draft.confidence <= 1.0 and draft.confidence != NEUTRAL_CONFIDENCE
     assert 0.0 <= verdict.correctness_score <= 1.0
     assert "probability" in verdict.reasoning  # read from the token log-probabilities, not written
 

@@ -113,3 +113,22 @@ def test_without_logprobs_the_judge_scores_its_written_verdict() -> None:
         verdict = judge(logprob_lm([scripted_verdict(0.35, correct=correct)], model="anthropic/scripted"))
         assert verdict.correctness_score == score and verdict.is_correct is correct
         assert "written verdict" in verdict.reasoning
+
+
+def test_a_prefilled_reply_spells_its_text_and_its_field_holds_only_generated_tokens() -> None:
+    from text2sql_dspy.programs.llm.token_logprobs import LogprobRecorder
+
+    vocab = {1: "SELECT", 2: " 1", 3: "<end>"}
+    recorder = LogprobRecorder(2, vocab.__getitem__)
+    logits = [-5.0, 0.0, -5.0, -5.0]  # token 1 most likely, then 2
+    for step, chosen_before in enumerate([None, 1, 2]):
+        ids = [0] * (10 + step)
+        if chosen_before is not None:
+            ids[-1] = chosen_before
+        recorder(ids, list(logits) if step != 1 else [-5.0, -5.0, 0.0, -5.0])
+    prefill = "[[ ## sql ## ]]\n"
+    tokens = recorder.token_logprobs(prefill + "SELECT 1", greedy=False, prefill=prefill)
+    assert "".join(t.token for t in tokens) == prefill + "SELECT 1"
+    assert tokens[0].token == prefill and tokens[0].logprob == 0.0
+    sql = field_tokens([{"token": t.token, "logprob": t.logprob} for t in tokens], "sql")
+    assert [t["token"] for t in sql] == ["SELECT", " 1"] and all(t["logprob"] < 0 for t in sql)

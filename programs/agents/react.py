@@ -312,18 +312,30 @@ class ReActAgentV2(ReActAgent):
     def _opening(self, toolbox: Toolbox, trajectory: dict[str, Any], question: str, view: SchemaView) -> str | None:
         state = toolbox.state
         assert isinstance(state, AgentStateV2)
-        drafts = [self._draft(toolbox, question, view)]
-        if drafts[0].sql and self.candidates > 1 and drafts[0].confidence < self.sample_below:
+        drafts: list[Draft] = []
+        pool: dict[str, Candidate] = {}  # distinct drafted queries, each validated once, with its drafts' votes
+
+        def add(draft: Draft) -> None:
+            drafts.append(draft)
+            if draft.sql in pool:
+                pool[draft.sql].votes += 1
+            elif draft.sql:
+                pool[draft.sql] = Candidate(draft)
+                self._check(toolbox, trajectory, pool[draft.sql], "Check this drafted query.")
+
+        add(self._draft(toolbox, question, view))
+        if pool and self.candidates > 1 and drafts[0].confidence < self.sample_below:
             for seed in range(1, self.candidates):
-                drafts.append(draft_sql(self.draft, self.lm, question=question, table_schemas=view.text,
-                                        temperature=SAMPLE_TEMPERATURE, seed=seed))
-        pool = candidate_pool(drafts)
+                if majority_settled(toolbox, list(pool.values()), remaining=self.candidates - len(drafts)):
+                    break  # adaptive consistency: no further sample could change the majority result
+                add(draft_sql(self.draft, self.lm, question=question, table_schemas=view.text,
+                              temperature=SAMPLE_TEMPERATURE, seed=seed))
         if not pool:
             return None  # no draft: the agent writes the first query itself
-        valid = [c for c in pool if self._check(toolbox, trajectory, c, "Check this drafted query.")]
+        valid = [c for c in pool.values() if c.validation is not None and c.validation.valid]
         if not valid:
-            second = Candidate(self._draft(toolbox, question, view, hints=repair_hints(pool[0])))
-            if second.sql and all(second.sql != c.sql for c in pool) and self._check(
+            second = Candidate(self._draft(toolbox, question, view, hints=repair_hints(next(iter(pool.values())))))
+            if second.sql and second.sql not in pool and self._check(
                 toolbox, trajectory, second, "I redrafted the query from the validator's findings; check it."
             ):
                 valid = [second]
@@ -340,7 +352,7 @@ class ReActAgentV2(ReActAgent):
         facts = toolbox.execution_facts(best.sql)
         if (not facts.ok or facts.empty or facts.all_null) and not state.judge_degraded:  # facts, not the judge's doubt
             redraft = Candidate(self._draft(toolbox, question, view, hints=repair_hints(best, toolbox)))
-            if redraft.sql and all(redraft.sql != c.sql for c in pool) and self._check(
+            if redraft.sql and redraft.sql not in pool and self._check(
                 toolbox, trajectory, redraft, "I redrafted the query from the judge's findings; check it."
             ):
                 take_step(toolbox, trajectory, "Does the redraft's result answer the question?", "llm_judge_evaluate",
@@ -370,17 +382,19 @@ class ReActAgentV2(ReActAgent):
         return fields
 
 
-def candidate_pool(drafts: list[Draft]) -> list[Candidate]:
-    """Distinct drafted queries, in drafting order, each with the number of drafts that wrote it."""
-    pool: dict[str, Candidate] = {}
-    for draft in drafts:
-        if not draft.sql:
-            continue
-        if draft.sql in pool:
-            pool[draft.sql].votes += 1
-        else:
-            pool[draft.sql] = Candidate(draft)
-    return list(pool.values())
+def majority_settled(toolbox: Toolbox, candidates: list[Candidate], remaining: int) -> bool:
+    """True when the most drafted result leads the next by more than ``remaining`` drafts could close.
+
+    Results are compared as :meth:`Toolbox.result_key` compares them; a query that did not
+    validate is a result of its own. Stopping here is adaptive consistency (Aggarwal et al.,
+    EMNLP 2023): the majority that drawing every sample would give, for fewer samples.
+    """
+    votes: dict[Any, int] = {}
+    for c in candidates:
+        key = toolbox.result_key(c.sql) if c.validation is not None and c.validation.valid else ("invalid", c.sql)
+        votes[key] = votes.get(key, 0) + c.votes
+    top, second = (sorted(votes.values(), reverse=True) + [0, 0])[:2]
+    return top > second + remaining
 
 
 def group_by_result(toolbox: Toolbox, candidates: list[Candidate]) -> list[Candidate]:
