@@ -2,30 +2,29 @@
 
 Contract:
 
-* :func:`engine_settings` returns the :class:`LlamaSettings` for this machine: the defaults below,
-  the AMX policy, then the environment overrides (``TEXT2SQL_LLAMA_EXTRA_BUFTS``,
+* :func:`engine_settings` returns the :class:`LlamaSettings` for this machine: the defaults below
+  (AMX CPUs noted as such), then the environment overrides (``TEXT2SQL_LLAMA_EXTRA_BUFTS``,
   ``TEXT2SQL_LLAMA_FLASH_ATTN``, ``TEXT2SQL_N_THREADS``).
 * :meth:`LlamaSettings.llama_kwargs` are the ``llama_cpp.Llama`` keyword arguments;
   :func:`model_params_override` applies the one model parameter that ``Llama()`` does not take
   (``use_extra_bufts``) while a model loads.
 
-Why these defaults, from ``python benchmarks/bench_engine.py --sweep`` on this project's 2-core
-AMD EPYC (no AMX), 600-token prompt, 64 generated tokens, first round (other jobs shared the cores,
-so read the direction, not the digits):
+Why these defaults. The figures come from measurements on this project's
+2-core AMD EPYC (no AMX), each setting in its own process, alternating:
 
-==================================  ============  =========
-setting                             prompt tok/s  gen tok/s
-==================================  ============  =========
-extra buffer types on (repacked)    34.6          16.6
-extra buffer types off              24.2          15.0
-on, flash attention                 41.4          16.0
-on, n_batch 256                     41.6           8.0
-on, KV cache q8_0 + flash attention 20.2           1.1
-==================================  ============  =========
-
-Repacked weights are faster where the CPU has no AMX, so extra buffer types stay on there and go
-off only on AMX CPUs. Flash attention, a smaller batch and a quantized KV cache were not shown to
-help, so llama.cpp's defaults stay (f16 KV, n_batch 512, no flash attention); every core is used.
+* Repacked weights (llama.cpp's extra buffer types), 10 Spider prompts of ~700 tokens evaluated
+  cold plus 48 generated tokens each, two runs per setting: on, load 1.30/1.36 s, prompt 65.1/63.4
+  tok/s, generation 19.4/20.0 tok/s; off, load 0.67/0.64 s, prompt 68.3/68.5 tok/s, generation
+  19.2/19.5 tok/s. No faster once loaded, and twice as slow to load (which a one-question
+  ``text2sql ask`` process pays every time), so they are off by default; on AMX CPUs they also
+  crash a native build (llama.cpp issue 20824). ``TEXT2SQL_LLAMA_EXTRA_BUFTS=1`` turns them on,
+  for CPUs where they help.
+* Flash attention on the bundled 31-table schema (7,350 prompt tokens): the cold read took 172 s
+  (163 s without) and answers served from the cached schema were slower, 8.3 s for 44 generated
+  tokens against ~5.5 s for ~41 without, so it stays off.
+* An earlier sweep (``benchmarks/bench_engine.py --sweep``, other jobs sharing the cores) found a
+  smaller batch (n_batch 256) and a q8_0 KV cache slower, so llama.cpp's defaults stay there (f16
+  KV, n_batch 512). Every core is used.
 """
 
 from __future__ import annotations
@@ -62,12 +61,12 @@ class LlamaSettings:
     """llama.cpp settings of one loaded model.
 
     ``use_extra_bufts``: llama.cpp's extra weight buffer types (repacked Q4 weights for the CPU's
-    SIMD kernels, and the AMX buffer on CPUs with AMX). On AMX CPUs a native build segfaults in
-    ``ggml_backend_amx_mul_mat`` (llama.cpp issue 20824), so the policy turns it off there.
+    SIMD kernels, and the AMX buffer on CPUs with AMX). Off by default (see the module docstring);
+    on AMX CPUs a native build segfaults in ``ggml_backend_amx_mul_mat`` (llama.cpp issue 20824).
     """
 
     n_threads: int
-    use_extra_bufts: bool = True
+    use_extra_bufts: bool = False
     flash_attn: bool = False
     n_batch: int = 512
     n_ubatch: int = 512
