@@ -12,14 +12,15 @@ Contract:
 Why these defaults. The figures come from measurements on this project's
 2-core AMD EPYC (no AMX), each setting in its own process, alternating:
 
-* Repacked weights (llama.cpp's extra buffer types), 10 Spider prompts of ~700 tokens evaluated
-  cold plus 48 generated tokens each, two runs per setting: on, load 1.30/1.36 s, prompt 65.1/63.4
+* Repacked weights (llama.cpp's extra buffer types), ``benchmarks/bench_cold_prompts.py`` (10 Spider
+  prompts of ~700 tokens evaluated cold plus 48 generated tokens each), two runs per setting: on, load 1.30/1.36 s, prompt 65.1/63.4
   tok/s, generation 19.4/20.0 tok/s; off, load 0.67/0.64 s, prompt 68.3/68.5 tok/s, generation
   19.2/19.5 tok/s. No faster once loaded, and twice as slow to load (which a one-question
   ``text2sql ask`` process pays every time), so they are off by default; on AMX CPUs they also
   crash a native build (llama.cpp issue 20824). ``TEXT2SQL_LLAMA_EXTRA_BUFTS=1`` turns them on,
   for CPUs where they help.
-* Flash attention on the bundled 31-table schema (7,350 prompt tokens): the cold read took 172 s
+* Flash attention on the bundled 31-table schema (7,350 prompt tokens,
+  ``benchmarks/bench_long_context.py``, against the speed benchmark's raw calls): the cold read took 172 s
   (163 s without) and answers served from the cached schema were slower, 8.3 s for 44 generated
   tokens against ~5.5 s for ~41 without, so it stays off.
 * An earlier sweep (``benchmarks/bench_engine.py --sweep``, other jobs sharing the cores) found a
