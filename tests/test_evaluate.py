@@ -27,7 +27,7 @@ def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_d
     data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
     answers = [
         draft(QUESTIONS[0][1]),  # correct
-        {"junk": 1}, {"junk": 2},  # unparseable twice (ChatAdapter, then its JSON fallback)
+        {"junk": 1},  # unparseable: one call (there is no JSON-formatted retry)
         draft("SELECT id, email FROM users"),  # executes, right rows with an extra column: wrong, relaxed right
     ]
     with dspy.context(lm=DummyLM(answers)):

@@ -118,7 +118,7 @@ def test_without_logprobs_the_judge_scores_its_written_verdict() -> None:
 def test_a_prefilled_reply_spells_its_text_and_its_field_holds_only_generated_tokens() -> None:
     from text2sql_dspy.programs.llm.token_logprobs import LogprobRecorder
 
-    vocab = {1: "SELECT", 2: " 1", 3: "<end>"}
+    vocab = {0: "<pad>", 1: "SELECT", 2: " 1", 3: "<end>"}
     recorder = LogprobRecorder(2, vocab.__getitem__)
     logits = [-5.0, 0.0, -5.0, -5.0]  # token 1 most likely, then 2
     for step, chosen_before in enumerate([None, 1, 2]):
