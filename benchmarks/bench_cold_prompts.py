@@ -12,15 +12,17 @@ the question, evaluated from an empty KV cache: once for one token (prompt speed
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 from text2sql_dspy.programs.dataset import load_split
-from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.llm.factory import build_lm
-from text2sql_dspy.programs.retrieval.schema_view import schema_view
 
 SPIDER = Path(__file__).resolve().parents[1].parent / "shared/benchmarks/spider-public"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_speed import raw_messages  # noqa: E402  (the speed benchmark's raw-call prompt)
 
 
 def main() -> int:
@@ -33,9 +35,7 @@ def main() -> int:
     prompt_tokens = gen_tokens = 0
     prompt_s = gen_s = 0.0
     for ex in examples:
-        schema = schema_view(open_source(ex.db_path), ex.question).text
-        messages = [{"role": "system", "content": "You write sqlite queries. Reply with the SQL only."},
-                    {"role": "user", "content": f"{schema}\n\nQuestion: {ex.question}\nReply with the SQL only."}]
+        messages = raw_messages(ex.question, ex.db_path)
         shared.llm.reset()
         start = time.perf_counter()
         shared.llm.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)

@@ -6,23 +6,23 @@ Compare settings in separate processes, e.g. ``TEXT2SQL_LLAMA_FLASH_ATTN=1 pytho
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
-from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.llm.factory import build_lm
-from text2sql_dspy.programs.retrieval.schema_view import schema_view
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_speed import raw_messages  # noqa: E402  (the speed benchmark's raw-call prompt)
 
 
 def main() -> int:
     examples = load_split(BUNDLED_DATA, "test", limit=5)
     shared = build_lm("local").engine.load()
     print(shared.settings)
-    source = open_source(examples[0].db_path)
     for ex in examples:
-        schema = schema_view(source, ex.question).text
-        messages = [{"role": "system", "content": "You write sqlite queries. Reply with the SQL only."},
-                    {"role": "user", "content": f"{schema}\n\nQuestion: {ex.question}\nReply with the SQL only."}]
+        messages = raw_messages(ex.question, ex.db_path)
         start = time.perf_counter()
         result, cached = shared.chat(messages, max_tokens=64, temperature=0.0, repeat_penalty=1.0)
         usage = result["usage"]

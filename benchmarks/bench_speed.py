@@ -57,14 +57,19 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def raw_call(shared: Any, question: str, db_path: str) -> tuple[float, int, str]:
-    """One greedy chat call with the schema as the programs render it; (seconds, completion tokens, text)."""
+def raw_messages(question: str, db_path: str) -> list[dict[str, str]]:
+    """The raw call's prompt: a system line, the schema as the programs render it, the question."""
     source = open_source(db_path)
     schema = schema_view(source, question).text
-    messages = [
+    return [
         {"role": "system", "content": RAW_SYSTEM.format(dialect=source.dialect)},
         {"role": "user", "content": f"{schema}\n\nQuestion: {question}\nReply with the SQL only."},
     ]
+
+
+def raw_call(shared: Any, question: str, db_path: str) -> tuple[float, int, str]:
+    """One greedy chat call on :func:`raw_messages`; (seconds, completion tokens, text)."""
+    messages = raw_messages(question, db_path)
     start = time.perf_counter()
     result, _ = shared.chat(messages, max_tokens=320, temperature=0.0, repeat_penalty=1.0)
     return time.perf_counter() - start, int(result["usage"]["completion_tokens"]), result["choices"][0]["message"]["content"]

@@ -291,9 +291,9 @@ class SharedLlama:
 
     def _complete(self, messages: list[dict[str, str]], options: dict[str, Any]) -> dict[str, Any]:
         """``create_chat_completion``, or the continuation of a prefilled assistant turn (see module docstring)."""
-        if not messages or messages[-1]["role"] != "assistant":
+        prefill = prefill_of(messages)
+        if not prefill:
             return self.llm.create_chat_completion(messages=messages, stream=False, **options)
-        prefill = messages[-1]["content"]
         rendered = self._chat_formatter()(messages=messages[:-1])  # ends with the assistant turn's opening
         prompt = self.llm.tokenize((rendered.prompt + prefill).encode("utf-8"), add_bos=not rendered.added_special,
                                    special=True)
@@ -440,6 +440,11 @@ def _text_of(parts: Sequence[Any]) -> str:
     return "\n".join(chunks)
 
 
+def prefill_of(messages: list[dict[str, str]]) -> str:
+    """The start of the reply that a final assistant message gives (see module docstring), or ""."""
+    return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
+
+
 def request_to_messages(request: Request) -> list[dict[str, str]]:
     """Render a canonical Request as OpenAI-style chat messages for llama.cpp."""
     messages: list[dict[str, str]] = []
@@ -570,9 +575,9 @@ class LlamaCppEngine:
         choice = (result.get("choices") or [{}])[0]
         text = (choice.get("message") or {}).get("content") or ""
         usage = result.get("usage") or {}
-        prefill = messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
         return Response(
-            logprobs=recorder.token_logprobs(text, greedy=options["temperature"] == 0.0, prefill=prefill) if recorder else None,
+            logprobs=recorder.token_logprobs(text, greedy=options["temperature"] == 0.0, prefill=prefill_of(messages))
+            if recorder else None,
             id=result.get("id") or None,
             model=request.model,
             message=Message.assistant([TextPart(text)]),

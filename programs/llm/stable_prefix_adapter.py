@@ -29,6 +29,8 @@ from typing import Any
 
 import dspy
 
+from text2sql_dspy.programs.llm.factory import supports_prefill
+
 __all__ = ["IN_SYSTEM_MESSAGE", "SCHEMA_FIELD", "StablePrefixAdapter"]
 
 SCHEMA_FIELD = "table_schemas"
@@ -45,14 +47,14 @@ class StablePrefixAdapter(dspy.ChatAdapter):
         super().__init__(**kwargs)
 
     def __call__(self, lm: Any, *args: Any, **kwargs: Any) -> Any:
-        token = _prefill.set(_supports_prefill(lm))
+        token = _prefill.set(supports_prefill(lm))
         try:
             return super().__call__(lm, *args, **kwargs)
         finally:
             _prefill.reset(token)
 
     async def acall(self, lm: Any, *args: Any, **kwargs: Any) -> Any:
-        token = _prefill.set(_supports_prefill(lm))
+        token = _prefill.set(supports_prefill(lm))
         try:
             return await super().acall(lm, *args, **kwargs)
         finally:
@@ -78,9 +80,3 @@ class StablePrefixAdapter(dspy.ChatAdapter):
 def reply_prefill(signature: type[dspy.Signature]) -> str:
     """How a reply to ``signature`` starts: its first output field's marker."""
     return f"[[ ## {next(iter(signature.output_fields))} ## ]]\n"
-
-
-def _supports_prefill(lm: Any) -> bool:
-    from text2sql_dspy.programs.llm.factory import supports_prefill
-
-    return supports_prefill(lm)
