@@ -18,6 +18,7 @@ import dspy
 
 from text2sql_dspy.optimize.demos import compact_demos, with_gold_draft
 from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric
+from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
@@ -79,7 +80,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         train = [with_gold_draft(ex) for ex in train]
 
     before = score_on(student, dev, metric, config.threads, "dev, before")
-    compiled = run_optimizer(config, student, metric, train, dev)
+    audit = TraceAudit(config.threshold)  # the optimizer's metric verdicts against execution on the gold SQL
+    compiled = run_optimizer(config, student, audit.watch(metric), train, dev)
     demos = compact_demos(compiled)
     after = score_on(compiled, dev, metric, config.threads, "dev, after")
 
@@ -104,6 +106,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         "demos": demos,
         "dev_before": before,
         "dev_after": after,
+        "trace_audit": audit.summary(),
+        "traces": audit.rows,
         "seconds": round(time.perf_counter() - started, 1),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dspy_version": dspy.__version__,

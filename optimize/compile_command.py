@@ -66,7 +66,7 @@ def compile_and_save(args: argparse.Namespace) -> int:
         reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k, threads=args.threads,
     )
     meta = compile_program(config)
-    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "demos", "dev_before", "dev_after", "seconds")}, indent=2))
+    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))
     print(f"saved {args.out}; use it with --program {args.out}")
     return 0
 

@@ -246,13 +246,24 @@ class Metric:
     scorers: tuple[Scorer, ...]
     threshold: float = DEFAULT_THRESHOLD
     always_feedback: bool = False
+    # called as observer(example, pred, {scorer name: score}, mean score) on every scored call (see TraceAudit)
+    observer: Callable[[Any, Any, dict[str, float], Score], None] | None = None
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The scorers' names, in order (``judge+execution`` -> ``("judge", "execution")``)."""
+        return tuple(part.strip() for part in self.name.split("+"))
 
     def score(self, example: Any, pred: Any) -> Score:
         """The mean score and all feedback; a missing prediction scores 0."""
         if pred is None:
-            return Score(0.0, ["The program failed and returned nothing."])
-        parts = [scorer(example, pred) for scorer in self.scorers]
-        return Score(sum(p.value for p in parts) / len(parts), [line for p in parts for line in p.feedback])
+            parts, result = [Score(0.0) for _ in self.scorers], Score(0.0, ["The program failed and returned nothing."])
+        else:
+            parts = [scorer(example, pred) for scorer in self.scorers]
+            result = Score(sum(p.value for p in parts) / len(parts), [line for p in parts for line in p.feedback])
+        if self.observer is not None:
+            self.observer(example, pred, {name: p.value for name, p in zip(self.parts, parts)}, result)
+        return result
 
     def __call__(
         self, example: Any, pred: Any, trace: Any = None, pred_name: str | None = None, pred_trace: Any = None

@@ -15,6 +15,7 @@ from text2sql_dspy.optimize.compile_command import main as optimize_main
 from text2sql_dspy.optimize.demos import keep_tables, tables_used
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
+from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
 from tests.fakes import logprob_lm, scripted_draft, scripted_verdict, verdict
@@ -92,6 +93,27 @@ def test_combined_metric_averages_and_bootstraps_on_the_threshold(tiny_db: Path)
     assert "Judge score 0.40" in feedback and "returns the expected rows" in feedback
 
 
+def test_trace_audit_counts_where_the_metric_and_execution_disagree(tiny_db: Path) -> None:
+    fooled = TraceAudit(threshold=0.7)  # a judge that accepts everything: it accepts the wrong count too
+    metric = fooled.watch(make_metric("judge", judge_model=logprob_lm([scripted_verdict(0.9)] * 2)))
+    assert metric(example(tiny_db), answer(GOOD), trace=[]) is True
+    assert metric(example(tiny_db), answer(WRONG), trace=[]) is True
+    assert metric(example(tiny_db, gold=None), answer(GOOD), trace=[]) is True  # no gold: counted, not graded
+    assert fooled.summary() == {
+        "traces": 3, "execution_matches": 1, "graded_by_execution": 2,
+        "metric_accepted": 3, "metric_accepts_execution_rejects": 1, "metric_rejects_execution_accepts": 0,
+        "judge_alone_accepted": 3, "judge_alone_accepts_execution_rejects": 1, "judge_alone_rejects_execution_accepts": 0,
+    }
+    doubting = TraceAudit(threshold=0.7)  # with execution in the metric, the judge's doubt alone rejects nothing right
+    metric = doubting.watch(make_metric("judge+execution", judge_model=logprob_lm([scripted_verdict(0.45)] * 2)))
+    assert metric(example(tiny_db), answer(GOOD), trace=[]) is True
+    assert metric(example(tiny_db), answer(WRONG), trace=[]) is False
+    summary = doubting.summary()
+    assert summary["metric_accepts_execution_rejects"] == 0 and summary["metric_rejects_execution_accepts"] == 0
+    assert summary["judge_alone_accepted"] == 0 and summary["judge_alone_rejects_execution_accepts"] == 1
+    assert doubting.rows[0]["scores"] == {"judge": pytest.approx(0.45), "execution": 1.0}
+
+
 def test_gepa_feedback_carries_the_execution_facts(tiny_db: Path) -> None:
     result = make_metric("execution")(example(tiny_db), answer("SELECT missing FROM users"), None, "draft", None)
     assert result.score == 0.0 and "failed to execute" in result.feedback
@@ -167,6 +189,9 @@ def test_bootstrap_compile_saves_state_and_sidecar_and_loads_back(tmp_path: Path
     assert meta["train_size"] == 3 and meta["dev_size"] == 1 and meta["seed"] == 0 and meta["date"]
     assert meta["dev_before"] == {"metric": 0.95, "execution_accuracy": 1.0, "n": 1}
     assert meta["demos"]["draft"] == 2 and meta["demos"]["agent.react"] == 0
+    audit = meta["trace_audit"]  # every training trace the optimizer scored, set against execution
+    assert audit["traces"] == len(meta["traces"]) >= 2 and audit["metric_accepts_execution_rejects"] == 0
+    assert all(row["execution_match"] and row["accepted"] for row in meta["traces"])
     state = json.loads(out.read_text())
     demo = state["draft"]["demos"][0]
     assert demo["sql"] in {sql for _, sql in TRAIN}
