@@ -58,6 +58,28 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def paired_comparison(reference: list[dict[str, Any]], other: list[dict[str, Any]], key: str = "index") -> dict[str, Any]:
+    """``other`` against ``reference`` on the questions both answered (matched by ``key``).
+
+    ``gained``: right in ``other`` where ``reference`` was wrong; ``lost``: the reverse. ``sign_test_p``
+    is the two-sided exact binomial (sign) test on the questions that differ.
+    """
+    from scipy.stats import binomtest
+
+    mine = {r[key]: bool(r.get("correct")) for r in reference}
+    pairs = [(mine[r[key]], bool(r.get("correct"))) for r in other if r[key] in mine]
+    gained = sum(1 for a, b in pairs if b and not a)
+    lost = sum(1 for a, b in pairs if a and not b)
+    return {
+        "questions": len(pairs),
+        "reference_correct": sum(a for a, _ in pairs),
+        "other_correct": sum(b for _, b in pairs),
+        "gained": gained,
+        "lost": lost,
+        "sign_test_p": binomtest(gained, gained + lost).pvalue if gained + lost else 1.0,
+    }
+
+
 def judge_reliability(pairs: list[tuple[float, bool]]) -> dict[str, float | None]:
     """Agreement and Cohen's kappa of ``score >= 0.7`` with execution correctness, and ROC AUC of the score."""
     if not pairs:
@@ -105,7 +127,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def write_report(out: Path, summaries: dict[str, dict], records: dict[str, list[dict]], meta: dict[str, Any]) -> None:
     """Write ``results.json``, ``report.md`` and the PNG plots into ``out``."""
-    meta = {**meta, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    names = list(records)
+    paired = {name: paired_comparison(records[names[0]], records[name]) for name in names[1:]}
+    meta = {**meta, "paired": paired, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     results = {"meta": meta, "programs": summaries, "records": records}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     plots = write_plots(out, summaries, records)
@@ -147,6 +171,13 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
     for label, key, fmt in rows:
         cells = [_fmt(summaries[n].get(key), fmt) for n in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if len(names) > 1:
+        lines += ["", f"Against {names[0]}, question by question (two-sided sign test on the questions that differ):", "",
+                  "| program | right where it was wrong | wrong where it was right | sign test p |", "|---|---|---|---|"]
+        for name in names[1:]:
+            paired = meta.get("paired", {}).get(name)
+            if paired:
+                lines.append(f"| {name} | {paired['gained']} | {paired['lost']} | {paired['sign_test_p']:.3f} |")
     lines += ["", f"Written {meta['written_at']}.", ""]
     lines += [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"

@@ -77,3 +77,26 @@ def test_records_keep_the_agents_tool_path(tmp_path: Path, tiny_db: Path) -> Non
                               "--out", str(out)]) == 0
     record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
     assert record["tools"] == ["validate_sql", "submit_answer"] and record["steps"] == 2 and record["correct"]
+
+
+def test_the_report_compares_programs_question_by_question(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    baseline = [draft(QUESTIONS[0][1]), draft("SELECT 1"), draft("SELECT id, email FROM users")]  # right, wrong, wrong
+    v1 = [draft("SELECT count(*) FROM users"), draft(QUESTIONS[1][1]), draft(QUESTIONS[2][1])]  # wrong, right, right
+    with dspy.context(lm=DummyLM(baseline + v1)):
+        assert evaluation.main(["--data", str(data), "--program", "baseline", "--program", "v1",
+                                "--retrieval", "keyword", "--out", str(out)]) == 0
+    paired = json.loads((out / "results.json").read_text())["meta"]["paired"]["v1"]
+    assert paired == {"questions": 3, "reference_correct": 1, "other_correct": 2, "gained": 2, "lost": 1,
+                      "sign_test_p": 1.0}
+    assert "| v1 | 2 | 1 | 1.000 |" in (out / "report.md").read_text()
+
+
+def test_sign_test_of_a_one_sided_difference() -> None:
+    from text2sql_dspy.optimize.report import paired_comparison
+
+    reference = [{"index": i, "correct": i >= 8} for i in range(20)]
+    other = [{"index": i, "correct": True} for i in range(20)] + [{"index": 99, "correct": True}]  # 99: not in both
+    paired = paired_comparison(reference, other)
+    assert paired["questions"] == 20 and paired["gained"] == 8 and paired["lost"] == 0
+    assert abs(paired["sign_test_p"] - 2 * 0.5**8) < 1e-12
