@@ -26,7 +26,8 @@ VERDICT_MAX_TOKENS = 16  # "[[ ## is_correct ## ]]\nTrue": the verdict alone
 
 
 def judge_sql(
-    predictor: dspy.Predict, lm: Any, *, question: str, sql: str, execution_result: str, explain: bool = True
+    predictor: dspy.Predict, lm: Any, *, question: str, sql: str, execution_result: str, explain: bool = True,
+    **context: str,
 ) -> LLMJudgeOutput:
     """``predictor`` (over :class:`~signatures.judging.JudgeSQL`) run on ``lm``.
 
@@ -34,9 +35,10 @@ def judge_sql(
     query it rejects, and only with ``explain``, costs a second call for the issues and fixes
     (its prompt is then served from the KV cache). An unparseable reply scores 0.0, with the
     reason as the verdict's only issue. Errors of the LM itself (network, missing key) propagate:
-    the caller decides whether to degrade.
+    the caller decides whether to degrade. ``context`` holds further inputs of a judging signature
+    that has them (``table_schemas``, say).
     """
-    inputs = {"question": question, "sql_query": sql, "execution_result": execution_result}
+    inputs = {**context, "question": question, "sql_query": sql, "execution_result": execution_result}
     verdict = _judge_once(predictor, lm, inputs, max_tokens=VERDICT_MAX_TOKENS, stop=[FIELD_END])
     if explain and verdict.correctness_score < LOW_SCORE and not verdict.issues:
         explained = _judge_once(predictor, lm, inputs, max_tokens=JUDGE_MAX_TOKENS)

@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""Judge benchmark: how well a judge's score separates right queries from wrong ones, offline.
+
+    python benchmarks/bench_judge.py --data ../shared/benchmarks/spider-public --split train --limit 40 \\
+        --out runs/judge-spider-train --variant facts --variant schema
+    python benchmarks/bench_judge.py --split train --limit 20 --out runs/judge-bundled-train   # the bundled data
+
+1. Collect (resumable, ``<out>/candidates.jsonl``): for ``--limit`` questions drawn with ``--seed``
+   from the split, the drafting step writes a greedy draft and ``--samples`` samples at temperature
+   0.7, as V2 does. Every distinct query that validates is run read-only and labelled by execution
+   against the gold SQL. Training splits keep the test questions out of judge development.
+2. Score (resumable per variant, ``<out>/scores.jsonl``): each judge variant scores every candidate
+   from the same execution facts the agent shows it. Printed per variant: ROC AUC against execution,
+   ECE, and the mean score on right and on wrong candidates.
+
+Variants: ``facts`` is the agent's judge as it ships (question, query, execution result); ``schema``
+adds the table schemas in front, as the drafting prompt shows them (their KV prefix is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+from tqdm import tqdm
+
+from text2sql_dspy.optimize.metrics import compare_execution
+from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
+from text2sql_dspy.programs.agents.drafting import draft_sql
+from text2sql_dspy.programs.agents.judge import judge_sql
+from text2sql_dspy.programs.agents.react import SAMPLE_TEMPERATURE
+from text2sql_dspy.programs.agents.registry import make_program
+from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.db.execution_facts import facts_of
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.llm.factory import build_lm
+from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
+from text2sql_dspy.signatures import JudgeSQL
+
+SCHEMA_DESC = "CREATE TABLE statements of the database the query ran on"
+VARIANTS = {
+    "facts": JudgeSQL,
+    "schema": JudgeSQL.prepend("table_schemas", dspy.InputField(desc=SCHEMA_DESC), type_=str),
+}
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def collect(program: Any, examples: list[tuple[int, Any]], samples: int, out: Path) -> list[dict[str, Any]]:
+    """Draft, validate, run and label candidates for each example not yet in ``out``."""
+    rows = read_jsonl(out)
+    done = {r["index"] for r in rows}
+    with out.open("a", encoding="utf-8") as fh:
+        for index, example in tqdm([(i, e) for i, e in examples if i not in done], desc="collect", unit="q"):
+            source = open_source(example.db_path)
+            view = program.schema(source, example.question)
+            seen: set[str] = set()
+            for seed in range(samples + 1):
+                sampling = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
+                draft = draft_sql(program.draft, program.lm, question=example.question, table_schemas=view.text,
+                                  **sampling)
+                validation = source.validator.validate(draft.sql) if draft.sql else None
+                if validation is None or not validation.valid or validation.sql in seen:
+                    continue
+                seen.add(validation.sql)
+                row = {
+                    "index": index, "question": example.question, "db_path": str(example.db_path),
+                    "sql": validation.sql, "sampled": bool(seed), "draft_confidence": draft.confidence,
+                    "facts": facts_of(source.database.execute(validation.sql)).render(),
+                    "correct": compare_execution(validation.sql, example.gold_sql, example.db_path).match,
+                }
+                rows.append(row)
+                fh.write(json.dumps(row) + "\n")
+            fh.flush()
+    return rows
+
+
+def score(program: Any, variant: str, candidates: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+    """Each candidate's score under ``variant``, reusing the scores already in ``out``."""
+    rows = [r for r in read_jsonl(out) if r["variant"] == variant]
+    done = {(r["index"], r["sql"]) for r in rows}
+    predictor = dspy.Predict(VARIANTS[variant])
+    with out.open("a", encoding="utf-8") as fh:
+        for cand in tqdm([c for c in candidates if (c["index"], c["sql"]) not in done], desc=variant, unit="query"):
+            context = {}
+            if variant == "schema":
+                context["table_schemas"] = program.schema(open_source(cand["db_path"]), cand["question"]).text
+            start = time.perf_counter()
+            verdict = judge_sql(predictor, program.lm, question=cand["question"], sql=cand["sql"],
+                                execution_result=cand["facts"], explain=False, **context)
+            row = {"variant": variant, "index": cand["index"], "sql": cand["sql"], "correct": cand["correct"],
+                   "score": verdict.correctness_score, "seconds": time.perf_counter() - start}
+            rows.append(row)
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=BUNDLED_DATA)
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--limit", type=int, default=40, help="questions drawn from the split")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--samples", type=int, default=2, help="sampled drafts per question besides the greedy one")
+    parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="judge variants (default: all)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    logging.getLogger("dspy").setLevel(logging.ERROR)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    examples = list(enumerate(load_split(args.data, args.split)))
+    examples = sorted(random.Random(args.seed).sample(examples, min(args.limit, len(examples))), key=lambda e: e[0])
+    program = make_program("baseline", lm=build_lm("local"))
+    with dspy.context(lm=program.lm, adapter=StablePrefixAdapter()):
+        candidates = collect(program, examples, args.samples, args.out / "candidates.jsonl")
+        right = sum(c["correct"] for c in candidates)
+        print(f"{len(candidates)} distinct valid candidates from {len(examples)} questions: {right} right, "
+              f"{len(candidates) - right} wrong")
+        for variant in args.variant or sorted(VARIANTS):
+            rows = score(program, variant, candidates, args.out / "scores.jsonl")
+            pairs = [(r["score"], r["correct"]) for r in rows]
+            reliability = judge_reliability(pairs)
+            mean_right = statistics.mean([s for s, c in pairs if c] or [float("nan")])
+            mean_wrong = statistics.mean([s for s, c in pairs if not c] or [float("nan")])
+            auc = reliability.get("judge_auc")
+            print(f"{variant:<8} n={len(pairs)} ROC AUC {'n/a' if auc is None else f'{auc:.3f}'} "
+                  f"ECE {expected_calibration_error(pairs):.3f} mean score right {mean_right:.2f} wrong {mean_wrong:.2f} "
+                  f"median {statistics.median(r['seconds'] for r in rows):.2f} s a verdict")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
