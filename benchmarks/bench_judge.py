@@ -14,7 +14,10 @@
    ECE, and the mean score on right and on wrong candidates.
 
 Variants: ``facts`` is the agent's judge as it ships (question, query, execution result); ``schema``
-adds the table schemas in front, as the drafting prompt shows them (their KV prefix is shared).
+adds the table schemas in front, as the drafting prompt shows them (their KV prefix is shared);
+``fewshot`` is ``facts`` with labelled demos (half right, half wrong, with their execution results)
+drawn from another run's candidates, ``--demos OTHER_OUT``: use a run on other databases, so that
+no demo shares a database with a scored candidate (P(True) with few-shot demos: Kadavath et al., 2022).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ SCHEMA_DESC = "CREATE TABLE statements of the database the query ran on"
 VARIANTS = {
     "facts": JudgeSQL,
     "schema": JudgeSQL.prepend("table_schemas", dspy.InputField(desc=SCHEMA_DESC), type_=str),
+    "fewshot": JudgeSQL,
 }
 
 
@@ -84,11 +88,26 @@ def collect(program: Any, examples: list[tuple[int, Any]], samples: int, out: Pa
     return rows
 
 
-def score(program: Any, variant: str, candidates: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+def labelled_demos(pool: list[dict[str, Any]], per_label: int, seed: int) -> list[dspy.Example]:
+    """``per_label`` right and ``per_label`` wrong candidates from ``pool``, one per question, as judge demos."""
+    rng = random.Random(seed)
+    chosen: list[dict[str, Any]] = []
+    for label in (True, False):
+        by_question = {c["index"]: c for c in pool if c["correct"] is label}
+        chosen += rng.sample(sorted(by_question.values(), key=lambda c: c["index"]), min(per_label, len(by_question)))
+    rng.shuffle(chosen)
+    return [dspy.Example(question=c["question"], sql_query=c["sql"], execution_result=c["facts"],
+                         is_correct=c["correct"], issues=[], suggestions=[]) for c in chosen]
+
+
+def score(program: Any, variant: str, candidates: list[dict[str, Any]], out: Path,
+          demos: list[dspy.Example]) -> list[dict[str, Any]]:
     """Each candidate's score under ``variant``, reusing the scores already in ``out``."""
     rows = [r for r in read_jsonl(out) if r["variant"] == variant]
     done = {(r["index"], r["sql"]) for r in rows}
     predictor = dspy.Predict(VARIANTS[variant])
+    if variant == "fewshot":
+        predictor.demos = demos
     with out.open("a", encoding="utf-8") as fh:
         for cand in tqdm([c for c in candidates if (c["index"], c["sql"]) not in done], desc=variant, unit="query"):
             context = {}
@@ -113,6 +132,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--samples", type=int, default=2, help="sampled drafts per question besides the greedy one")
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="judge variants (default: all)")
+    parser.add_argument("--demos", type=Path, help="another run's --out, whose candidates are the fewshot demos")
+    parser.add_argument("--demos-per-label", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     logging.getLogger("dspy").setLevel(logging.ERROR)
@@ -126,8 +147,13 @@ def main() -> int:
         right = sum(c["correct"] for c in candidates)
         print(f"{len(candidates)} distinct valid candidates from {len(examples)} questions: {right} right, "
               f"{len(candidates) - right} wrong")
-        for variant in args.variant or sorted(VARIANTS):
-            rows = score(program, variant, candidates, args.out / "scores.jsonl")
+        variants = args.variant or [v for v in VARIANTS if v != "fewshot" or args.demos]
+        if "fewshot" in variants and not args.demos:
+            parser.error("the fewshot variant needs --demos (another run's --out)")
+        pool = read_jsonl(args.demos / "candidates.jsonl") if args.demos else []
+        demos = labelled_demos(pool, args.demos_per_label, args.seed)
+        for variant in variants:
+            rows = score(program, variant, candidates, args.out / "scores.jsonl", demos)
             pairs = [(r["score"], r["correct"]) for r in rows]
             reliability = judge_reliability(pairs)
             mean_right = statistics.mean([s for s, c in pairs if c] or [float("nan")])

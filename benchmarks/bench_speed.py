@@ -13,8 +13,8 @@ of prompt tokens served from the KV cache, and execution accuracy; then a fresh-
 
     latency ratio to one raw call: baseline X.XX, v2 Y.YY (n=N)
 
-Records go to ``<out>/records.jsonl`` (a rerun with the same ``--out`` resumes, and with every record there only summarises) and figures to
-``<out>/summary.json``.
+Records go to ``<out>/records.jsonl`` (a rerun with the same ``--out`` resumes, and with every record there only
+summarises; answers an older execution comparison scored are scored again) and figures to ``<out>/summary.json``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from text2sql_dspy.optimize.metrics import compare_execution
+from text2sql_dspy.optimize.metrics import COMPARISON_VERSION, compare_execution
 from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
@@ -98,10 +98,23 @@ def run_question(shared: Any, programs: dict[str, Any], dataset: str, index: int
         comparison = compare_execution(str(pred.get("query") or ""), example.gold_sql, example.db_path)
         rows.append({
             "dataset": dataset, "index": index, "program": name, "latency_s": seconds, **stats_delta(shared.stats, before),
-            "correct": comparison.match, "query": pred.get("query"), "confidence": pred.get("confidence"),
+            "correct": comparison.match, "scored_with": COMPARISON_VERSION, "query": pred.get("query"), "confidence": pred.get("confidence"),
             "judge_score": pred.get("judge_score"), "candidates": pred.get("candidates"), "agreement": pred.get("agreement"),
         })
     return rows
+
+
+def rescore_stale(records: list[dict[str, Any]], sets: dict[str, list[Any]]) -> int:
+    """Score again (no model call) the answers an older execution comparison scored; how many were."""
+    stale = [r for r in records if r["program"] != "raw" and r.get("scored_with") != COMPARISON_VERSION
+             and r["dataset"] in sets and r["index"] < len(sets[r["dataset"]])]
+    for r in stale:
+        example = sets[r["dataset"]][r["index"]]
+        correct = compare_execution(str(r.get("query") or ""), example.gold_sql, example.db_path).match
+        if correct != r["correct"]:
+            print(f"scored again: {r['dataset']} #{r['index']} {r['program']}: {r['correct']} -> {correct}")
+        r.update(correct=correct, scored_with=COMPARISON_VERSION)
+    return len(stale)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -181,6 +194,8 @@ def main() -> int:
 
     sources = {"spider-dev": (args.spider, "dev"), "bundled-test": (BUNDLED_DATA, "test")}
     sets = {name: load_split(*sources[name], limit=args.n) for name in args.sets}
+    if rescore_stale(records, sets):
+        records_file.write_text("".join(json.dumps(r) + "\n" for r in records))
     todo = [(d, i, ex) for d, exs in sets.items() for i, ex in enumerate(exs) if (d, i) not in done]
     if todo:  # with every record there already, the run only summarises them
         lm = build_lm("local")

@@ -58,7 +58,7 @@ def evaluate(args: argparse.Namespace) -> int:
     records_file = out / "records.jsonl"
     _check_resumable(out, {"data": str(Path(args.data).resolve()), "split": args.split})
     done = load_records(records_file)
-    _backfill_relaxed(done, examples)
+    _rescore_stale(done, examples, records_file)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
@@ -121,8 +121,6 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int):
 
 def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, Any]:
     """Answer and score one question; any failure is recorded in the record, never raised."""
-    from text2sql_dspy.optimize.metrics import compare_execution
-
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
     try:
         pred = program(question=example.question, db_id=example.db_id, db_path=example.db_path)
@@ -133,22 +131,41 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
         record["tools"] = [step["tool"] for step in steps]  # the agent's path, for diagnosis
     except Exception as exc:  # one failing question must not abort the run
         record.update(query="", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
-    comparison = compare_execution(record.get("query") or "", example.gold_sql, example.db_path)
-    record["correct"] = comparison.match
-    record["correct_relaxed"] = comparison.relaxed_match
-    record["executes"] = comparison.pred_error is None
-    record["execution_note"] = comparison.describe()
+    record.update(scored(record.get("query") or "", example))
     return record
 
 
-def _backfill_relaxed(done: dict[tuple[str, int], dict[str, Any]], examples: list) -> None:
-    """Give records written before the relaxed match existed their ``correct_relaxed`` (no LM call)."""
-    from text2sql_dspy.optimize.metrics import compare_execution
+def scored(query: str, example: Any) -> dict[str, Any]:
+    """A record's execution fields for ``query``, and the comparison version that scored them."""
+    from text2sql_dspy.optimize.metrics import COMPARISON_VERSION, compare_execution
 
-    for (_, index), record in done.items():
-        if "correct_relaxed" not in record and index < len(examples):
-            example = examples[index]
-            record["correct_relaxed"] = compare_execution(record.get("query") or "", example.gold_sql, example.db_path).relaxed_match
+    comparison = compare_execution(query, example.gold_sql, example.db_path)
+    return {
+        "correct": comparison.match,
+        "correct_relaxed": comparison.relaxed_match,
+        "executes": comparison.pred_error is None,
+        "execution_note": comparison.describe(),
+        "scored_with": COMPARISON_VERSION,
+    }
+
+
+def _rescore_stale(done: dict[tuple[str, int], dict[str, Any]], examples: list, records_file: Path) -> None:
+    """Score again (no LM call) the records an older execution comparison scored, and rewrite ``records_file``."""
+    from text2sql_dspy.optimize.metrics import COMPARISON_VERSION
+
+    stale = [(index, record) for (_, index), record in done.items()
+             if record.get("scored_with") != COMPARISON_VERSION and index < len(examples)]
+    if not stale:
+        return
+    changed = []
+    for index, record in stale:
+        before = record.get("correct")
+        record.update(scored(record.get("query") or "", examples[index]))
+        if before != record["correct"]:
+            changed.append(f"{record['program']} #{index}: {before} -> {record['correct']}")
+    records_file.write_text("".join(json.dumps(r, default=str) + "\n" for r in done.values()), encoding="utf-8")
+    print(f"{len(stale)} earlier answers scored again by the current execution comparison; "
+          f"{len(changed)} changed verdict" + ("".join(f"\n  {c}" for c in changed) if changed else ""))
 
 
 def _check_resumable(out: Path, run: dict[str, str]) -> None:

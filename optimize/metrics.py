@@ -3,7 +3,8 @@
 Scorers, each giving a score in [0, 1] and feedback lines:
 
 * ``execution``: the predicted and the gold SQL run read-only; their results compared as multisets
-  (as lists when the gold query orders its output). :class:`ExecutionComparison` also reports a
+  (as lists when the gold query orders its output), column order ignored as in Spider's test-suite
+  evaluation. :class:`ExecutionComparison` also reports a
   relaxed match, for reports only: the same rows when one side selects extra columns.
 * ``judge``: the V2 agent's judge, reference-free (question, query, and what the query returned).
 * ``judge-gold``: the judge-reward judge, the query against the gold SQL.
@@ -88,13 +89,25 @@ def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionCo
     return ExecutionComparison(match, relaxed, pred_rows=len(pred.rows), gold_rows=len(gold.rows))
 
 
+# Bumped whenever the comparison below changes meaning: records scored by an older one are scored again.
+# 2: column order ignored (Spider's test-suite evaluation); 1: columns compared in order.
+COMPARISON_VERSION = 2
+
+
 def results_match(pred: QueryResult, gold: QueryResult, *, ordered: bool) -> bool:
-    """Same rows (values normalised), in the same order when ``ordered``; column names are ignored."""
+    """Same rows (values normalised), in the same order when ``ordered``.
+
+    Column names and column order are ignored, as in Spider's test-suite evaluation (Zhong, Yu and
+    Klein, EMNLP 2020): the results match when some order of the predicted columns gives the gold rows.
+    The number of columns must be the same.
+    """
     pred_rows = [_normalise_row(r) for r in pred.rows]
     gold_rows = [_normalise_row(r) for r in gold.rows]
-    if ordered:
-        return pred_rows == gold_rows
-    return Counter(pred_rows) == Counter(gold_rows)
+    if len(pred_rows) != len(gold_rows):
+        return False
+    if not pred_rows:
+        return True
+    return len(pred_rows[0]) == len(gold_rows[0]) and _columns_map(pred_rows, gold_rows, ordered=ordered)
 
 
 MAX_RELAXED_COLUMNS = 12
@@ -115,14 +128,22 @@ def columns_subset_match(pred: QueryResult, gold: QueryResult, *, ordered: bool)
         return False  # two empty results already match strictly
     if len(narrow[0]) > len(wide[0]):
         narrow, wide = wide, narrow
+    return _columns_map(narrow, wide, ordered=ordered)
+
+
+def _columns_map(narrow: list[tuple], wide: list[tuple], *, ordered: bool) -> bool:
+    """True when distinct columns of ``wide``, one for each column of ``narrow``, give ``narrow``'s rows
+    (as a list when ``ordered``, else as a multiset). Equal widths: some permutation of the columns."""
+    bag = list if ordered else Counter
+    target = bag(narrow)
+    if len(narrow[0]) == len(wide[0]) and bag(wide) == target:
+        return True  # the columns in the same order
     if len(wide[0]) > MAX_RELAXED_COLUMNS:
         return False
-    bag = list if ordered else Counter
     wide_columns = [bag(column) for column in zip(*wide)]
     candidates = [[j for j, values in enumerate(wide_columns) if values == column] for column in map(bag, zip(*narrow))]
     if math.prod(len(c) for c in candidates) > MAX_RELAXED_ASSIGNMENTS:
         return False
-    target = bag(narrow)
     return any(
         bag(tuple(r[j] for j in chosen) for r in wide) == target
         for chosen in itertools.product(*candidates)

@@ -76,7 +76,7 @@ def paired_comparison(reference: list[dict[str, Any]], other: list[dict[str, Any
         "other_correct": sum(b for _, b in pairs),
         "gained": gained,
         "lost": lost,
-        "sign_test_p": binomtest(gained, gained + lost).pvalue if gained + lost else 1.0,
+        "sign_test_p": float(binomtest(gained, gained + lost).pvalue) if gained + lost else 1.0,
     }
 
 

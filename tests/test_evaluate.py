@@ -51,15 +51,18 @@ def test_rerun_with_the_same_out_resumes_without_new_calls(tmp_path: Path, tiny_
         assert evaluation.main([*argv, "--limit", "2"]) == 0
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == 2
-    old = [json.loads(line) for line in lines]  # as written before records had the relaxed match
+    old = [json.loads(line) for line in lines]  # as an older comparison scored them: no relaxed match, wrong
     for record in old:
-        del record["correct_relaxed"]
+        del record["correct_relaxed"], record["scored_with"]
+        record["correct"] = False
     (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
     with dspy.context(lm=DummyLM([draft(QUESTIONS[2][1])])):  # only the third question is left to answer
         assert evaluation.main(argv) == 0
     results = json.loads((out / "results.json").read_text())
-    assert results["programs"]["baseline"]["correct"] == 3
-    assert results["programs"]["baseline"]["relaxed_accuracy"] == 1.0  # filled in without a model call
+    assert results["programs"]["baseline"]["correct"] == 3  # scored again without a model call
+    assert results["programs"]["baseline"]["relaxed_accuracy"] == 1.0
+    rewritten = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(rewritten) == 3 and all(r["correct"] and r["scored_with"] == 2 for r in rewritten)
 
 
 def test_a_different_dataset_cannot_be_mixed_into_a_run(tmp_path: Path, tiny_db: Path, capsys) -> None:

@@ -1,4 +1,5 @@
-"""Execution comparison: the strict match that grades, and the relaxed one reported beside it."""
+"""Execution comparison: the strict match that grades (column order ignored, as in Spider's test-suite
+evaluation), and the relaxed one reported beside it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def result(*rows: tuple) -> QueryResult:
         ("SELECT u.id, u.email, count(*) FROM login_attempts a JOIN users u ON u.id = a.user_id "
          "WHERE a.success = 0 GROUP BY u.id", False, True, "other columns"),  # adds an id
         ("SELECT count(*), u.email FROM login_attempts a JOIN users u ON u.id = a.user_id "
-         "WHERE a.success = 0 GROUP BY u.email", False, True, "other columns"),  # columns swapped
+         "WHERE a.success = 0 GROUP BY u.email", True, True, "the expected rows"),  # columns swapped
         ("SELECT email FROM users", False, False, "3 rows"),  # a row too many
         ("SELECT email FROM users WHERE status = 'active'", False, False, "2 rows"),  # wrong people
         ("SELECT nope FROM users", False, False, "failed to execute"),
@@ -57,3 +58,15 @@ def test_relaxed_match_pairs_each_column_with_a_distinct_one() -> None:
 def test_float_noise_is_not_a_difference() -> None:
     assert results_match(result((0.1 + 0.2,)), result((0.3,)), ordered=False)
     assert results_match(result((2.0,)), result((2,)), ordered=False)
+
+
+def test_strict_match_ignores_column_order_but_not_rows_or_width() -> None:
+    gold = result(("active", 3), ("blocked", 1))
+    assert results_match(result((3, "active"), (1, "blocked")), gold, ordered=False)
+    assert results_match(result((1, "blocked"), (3, "active")), gold, ordered=False)
+    assert not results_match(result((1, "active"), (3, "blocked")), gold, ordered=False)  # values paired differently
+    assert not results_match(result(("active",), ("blocked",)), gold, ordered=False)  # a column short
+    assert not results_match(result(("active", 3, 3), ("blocked", 1, 1)), gold, ordered=False)  # a column more
+    assert results_match(result((3, "active"), (1, "blocked")), gold, ordered=True)
+    assert not results_match(result((1, "blocked"), (3, "active")), gold, ordered=True)  # rows out of the asked order
+    assert results_match(result(), result(), ordered=False)
