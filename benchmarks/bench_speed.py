@@ -34,7 +34,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from text2sql_dspy.optimize.metrics import COMPARISON_VERSION, compare_execution
+from text2sql_dspy.optimize.evaluation import scored
+from text2sql_dspy.optimize.metrics import COMPARISON_VERSION
 from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
@@ -95,10 +96,10 @@ def run_question(shared: Any, programs: dict[str, Any], dataset: str, index: int
         start = time.perf_counter()
         pred = program(question=example.question, db_path=example.db_path)
         seconds = time.perf_counter() - start
-        comparison = compare_execution(str(pred.get("query") or ""), example.gold_sql, example.db_path)
+        verdict = scored(str(pred.get("query") or ""), example)
         rows.append({
             "dataset": dataset, "index": index, "program": name, "latency_s": seconds, **stats_delta(shared.stats, before),
-            "correct": comparison.match, "scored_with": COMPARISON_VERSION, "query": pred.get("query"), "confidence": pred.get("confidence"),
+            "correct": verdict["correct"], "scored_with": verdict["scored_with"], "query": pred.get("query"), "confidence": pred.get("confidence"),
             "judge_score": pred.get("judge_score"), "candidates": pred.get("candidates"), "agreement": pred.get("agreement"),
         })
     return rows
@@ -109,11 +110,10 @@ def rescore_stale(records: list[dict[str, Any]], sets: dict[str, list[Any]]) -> 
     stale = [r for r in records if r["program"] != "raw" and r.get("scored_with") != COMPARISON_VERSION
              and r["dataset"] in sets and r["index"] < len(sets[r["dataset"]])]
     for r in stale:
-        example = sets[r["dataset"]][r["index"]]
-        correct = compare_execution(str(r.get("query") or ""), example.gold_sql, example.db_path).match
-        if correct != r["correct"]:
-            print(f"scored again: {r['dataset']} #{r['index']} {r['program']}: {r['correct']} -> {correct}")
-        r.update(correct=correct, scored_with=COMPARISON_VERSION)
+        verdict = scored(str(r.get("query") or ""), sets[r["dataset"]][r["index"]])
+        if verdict["correct"] != r["correct"]:
+            print(f"scored again: {r['dataset']} #{r['index']} {r['program']}: {r['correct']} -> {verdict['correct']}")
+        r.update(correct=verdict["correct"], scored_with=verdict["scored_with"])
     return len(stale)
 
 
