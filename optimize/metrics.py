@@ -72,7 +72,7 @@ def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionCo
     source = open_source(db_path)
     database = source.database
     try:
-        gold_query = transpile_gold(gold_sql, database.dialect, (c.name for t in source.catalog.tables for c in t.columns))
+        gold_query = transpile_gold(gold_sql, database.dialect, source.column_names)
     except TranspileError as exc:
         return ExecutionComparison(False, gold_error=str(exc))
     gold = database.execute(gold_query, max_rows=100_000, timeout_s=30)

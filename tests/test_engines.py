@@ -18,7 +18,7 @@ from text2sql_dspy.programs.cli import main
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.database import open_database
-from text2sql_dspy.programs.db.dialect import transpile_gold
+from text2sql_dspy.programs.db.dialect import portable, transpile_gold
 from text2sql_dspy.programs.db.engines import RoleCanWriteWarning
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
@@ -88,6 +88,26 @@ def test_gold_sql_double_quoted_strings_become_strings_and_columns_stay_columns(
     sql = transpile_gold('SELECT "Name" FROM singer WHERE country = "France"', "postgres", ["name", "country"])
     assert sql == "SELECT \"Name\" FROM singer WHERE country = 'France'"
     assert transpile_gold("SELECT 1", "sqlite") == "SELECT 1"
+
+
+COUNTED = "SELECT user_id, COUNT(*) AS resets FROM password_resets GROUP BY user_id HAVING resets > 3"
+
+
+def test_an_output_alias_in_having_becomes_its_expression_for_postgres_only() -> None:
+    assert portable(COUNTED, "postgres", ["user_id"]) == (
+        "SELECT user_id, COUNT(*) AS resets FROM password_resets GROUP BY user_id HAVING COUNT(*) > 3"
+    )
+    assert portable("SELECT a + b AS s FROM t WHERE s * 2 > 3", "postgres") == (
+        "SELECT a + b AS s FROM t WHERE (a + b) * 2 > 3"
+    )
+    assert portable(COUNTED, "sqlite") == COUNTED
+    assert portable(COUNTED, "duckdb") == COUNTED  # DuckDB resolves aliases there itself
+    assert portable(COUNTED, "postgres", ["user_id", "resets"]) == COUNTED  # a real column wins
+    assert portable("SELECT x AS y FROM t WHERE t.y > 1", "postgres") == "SELECT x AS y FROM t WHERE t.y > 1"
+    assert portable("SELECT x AS y FROM t WHERE y IN (SELECT y FROM u)", "postgres") == (
+        "SELECT x AS y FROM t WHERE x IN (SELECT y FROM u)"  # the subquery's own y is not the alias
+    )
+    assert portable("SELECT (", "postgres") == "SELECT ("
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -208,6 +228,14 @@ def test_an_agent_answers_from_a_postgres_url_and_a_hostile_answer_is_refused(po
     assert answer["valid"] and "users" in answer["query"]
     bad = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT 1; DROP TABLE users"))
     assert not bad.run("drop the users")["valid"]
+
+
+def test_a_draft_naming_an_output_alias_in_having_runs_on_postgres(postgres: Server) -> None:
+    url = postgres.reader_url("saas")
+    sql = COUNTED.replace("> 3", "> 1")
+    assert not open_source(url).database.execute(sql).ok  # PostgreSQL itself refuses the draft as written
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("Who reset their password twice?")
+    assert answer["valid"] and "HAVING COUNT(*) > 1" in answer["query"]
 
 
 # --- DuckDB -----------------------------------------------------------------------------------

@@ -328,6 +328,8 @@ def test_dangerous_corpus_leaves_the_database_unchanged(
         ("DROP TABLE users;\nSELECT 1", "DROP TABLE users;\nSELECT 1"),  # a statement is not prose
         ("Use the following query:\nSELECT 1", "SELECT 1"),
         ("SELECT 1; This uses the index.", "SELECT 1"),
+        ("SELECT name FROM users [[ ## completed ## ]]", "SELECT name FROM users"),
+        ("SELECT name FROM users\n[[ ## explanation ## ]]\nIt lists users.", "SELECT name FROM users"),
     ],
 )
 def test_clean_sql(text: str, expected: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.agents.recovery import predict_or_error
+from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import clean_sql
 from text2sql_dspy.programs.llm.factory import supports_logprobs
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
@@ -43,9 +44,13 @@ def logprob_config(lm: Any, **config: Any) -> dict[str, Any]:
 
 
 def draft_sql(
-    predictor: dspy.Predict, lm: Any, *, temperature: float | None = None, seed: int | None = None, **inputs: Any
+    predictor: dspy.Predict, lm: Any, *, source: DataSource | None = None, temperature: float | None = None,
+    seed: int | None = None, **inputs: Any,
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
+
+    The reply is cleaned (:func:`~.validator.clean_sql`) and, given the ``source`` it is for, made
+    runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
@@ -59,5 +64,7 @@ def draft_sql(
     if pred is None:
         return Draft("", 0.0, error)
     sql = clean_sql(str(pred.get("sql") or ""))
+    if sql and source is not None:
+        sql = source.runnable(sql)
     confidence = mean_token_probability(field_tokens(reply_tokens(pred.get("logprobs")), "sql"))
     return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL")

@@ -193,7 +193,7 @@ class ReActAgent(Text2SQLProgram):
         return self.result(state, trajectory, stop_reason)
 
     def _draft(self, toolbox: Toolbox, question: str, view: SchemaView, **options: Any) -> Draft:
-        draft = draft_sql(self.draft, self.lm, question=question, table_schemas=view.text, **options)
+        draft = draft_sql(self.draft, self.lm, source=toolbox.source, question=question, table_schemas=view.text, **options)
         if draft.sql:
             toolbox.agent_confidence = draft.confidence
             toolbox.agent_explanation = describe_query(draft.sql, toolbox.source.dialect)
@@ -328,8 +328,8 @@ class ReActAgentV2(ReActAgent):
             for seed in range(1, self.candidates):
                 if majority_settled(toolbox, list(pool.values()), remaining=self.candidates - len(drafts)):
                     break  # adaptive consistency: no further sample could change the majority result
-                add(draft_sql(self.draft, self.lm, question=question, table_schemas=view.text,
-                              temperature=SAMPLE_TEMPERATURE, seed=seed))
+                add(draft_sql(self.draft, self.lm, source=toolbox.source, question=question,
+                              table_schemas=view.text, temperature=SAMPLE_TEMPERATURE, seed=seed))
         if not pool:
             return None  # no draft: the agent writes the first query itself
         valid = [c for c in pool.values() if c.validation is not None and c.validation.valid]

@@ -10,7 +10,7 @@ from pathlib import Path
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
-from text2sql_dspy.programs.db.dialect import DIALECT_NAMES
+from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
 from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
@@ -33,6 +33,15 @@ class DataSource:
     def validator(self) -> SQLValidator:
         """The structural validator for this database, built once."""
         return SQLValidator(self.catalog, self.database, dialect=self.dialect)
+
+    @cached_property
+    def column_names(self) -> frozenset[str]:
+        """Every column name in the catalog, lower-cased."""
+        return frozenset(c.name.lower() for t in self.catalog.tables for c in t.columns)
+
+    def runnable(self, sql: str) -> str:
+        """A drafted ``sql`` as this engine needs it (:func:`~.dialect.portable`); unchanged on SQLite."""
+        return portable(sql, self.dialect, self.column_names)
 
     @property
     def dialect(self) -> str:

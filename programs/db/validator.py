@@ -52,6 +52,7 @@ MAX_NESTING = 30  # parentheses and CASE; deeper queries are refused before pars
 _MAX_LISTED_COLUMNS = 25
 _MAX_LISTED_TABLES = 30
 _MAX_RENDERED_ITEMS = 8
+_FIELD_MARKER = "[[ ## "  # how DSPy's ChatAdapter opens a field; SQLite would read it as a [quoted] alias
 
 # Refused in every dialect: a name that reads files, sleeps, writes or escapes the transaction anywhere.
 DANGEROUS_FUNCTIONS = frozenset(
@@ -203,14 +204,16 @@ class _Findings:
 
 
 def clean_sql(text: str) -> str:
-    """The SQL inside ``text``: markdown fences, a ``sql`` tag, prose around it and trailing ``;`` removed.
+    """The SQL inside ``text``: markdown fences, a ``sql`` tag, prose around it, a DSPy field marker
+    (``[[ ## completed ## ]]``) and what follows it, and trailing ``;`` removed.
 
     Fences and prose are markdown/English, so they are handled as text; where statement
     boundaries matter (prose after a ``;``) sqlglot's tokenizer decides.
     """
     if not isinstance(text, str):
         return ""
-    body = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    body = text.replace("\r\n", "\n").replace("\r", "\n")
+    body = body.split(_FIELD_MARKER, 1)[0].strip()  # a DSPy field marker the model wrote after the SQL
     body = _unfence(body)
     body = _drop_leading_prose(body)
     body = _drop_trailing_prose(body)
