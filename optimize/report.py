@@ -50,6 +50,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "total_cost": sum(float(r.get("total_cost") or 0.0) for r in records),
         "mean_judge_score": _mean(s for s, _ in judged),
         "confidence_ece": expected_calibration_error(confident),
+        "confidence_auc": roc_auc(confident),
         "judge_ece": expected_calibration_error(judged),
     }
     summary.update(judge_reliability(judged))
@@ -84,19 +85,28 @@ def judge_reliability(pairs: list[tuple[float, bool]]) -> dict[str, float | None
     """Agreement and Cohen's kappa of ``score >= 0.7`` with execution correctness, and ROC AUC of the score."""
     if not pairs:
         return {"judge_agreement": None, "judge_kappa": None, "judge_auc": None}
-    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+    from sklearn.metrics import cohen_kappa_score
 
     scores = [s for s, _ in pairs]
     truth = [int(c) for _, c in pairs]
     verdicts = [int(s >= ACCEPT_SCORE) for s in scores]
     agreement = sum(v == t for v, t in zip(verdicts, truth)) / len(pairs)
     kappa = cohen_kappa_score(truth, verdicts) if len(set(truth) | set(verdicts)) > 1 else None
-    auc = roc_auc_score(truth, scores) if len(set(truth)) > 1 else None
     return {
         "judge_agreement": agreement,
         "judge_kappa": None if kappa is None or math.isnan(kappa) else float(kappa),
-        "judge_auc": None if auc is None else float(auc),
+        "judge_auc": roc_auc(pairs),
     }
+
+
+def roc_auc(pairs: list[tuple[float, bool]]) -> float | None:
+    """ROC AUC of the scores against correctness; None unless both right and wrong answers are present."""
+    truth = [int(c) for _, c in pairs]
+    if len(set(truth)) < 2:
+        return None
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(truth, [s for s, _ in pairs]))
 
 
 def expected_calibration_error(pairs: list[tuple[float, bool]], bins: int = 10) -> float | None:
@@ -147,6 +157,7 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         ("Judge ROC AUC", "judge_auc", "{:.2f}"),
         ("Judge score ECE (calibration against execution)", "judge_ece", "{:.3f}"),
         ("Confidence ECE", "confidence_ece", "{:.3f}"),
+        ("Confidence ROC AUC (the answer's confidence against execution)", "confidence_auc", "{:.2f}"),
         ("Latency p50 (s)", "latency_p50", "{:.1f}"),
         ("Latency p95 (s)", "latency_p95", "{:.1f}"),
         ("LM calls / question (median)", "lm_calls_median", "{:.1f}"),

@@ -103,3 +103,14 @@ def test_sign_test_of_a_one_sided_difference() -> None:
     paired = paired_comparison(reference, other)
     assert paired["questions"] == 20 and paired["gained"] == 8 and paired["lost"] == 0
     assert abs(paired["sign_test_p"] - 2 * 0.5**8) < 1e-12
+
+
+def test_roc_auc_of_confidence_and_judge_scores() -> None:
+    from text2sql_dspy.optimize.report import summarize
+
+    rows = [{"correct": c, "confidence": p, "judge_score": j, "latency_s": 1.0}
+            for c, p, j in [(True, 0.9, 0.2), (True, 0.7, 0.9), (False, 0.8, 0.5), (False, 0.1, 0.6)]]
+    summary = summarize(rows)
+    assert summary["confidence_auc"] == 0.75  # of 4 (right, wrong) pairs, 3 rank the right answer higher
+    assert summary["judge_auc"] == 0.5
+    assert summarize(rows[:2])["confidence_auc"] is None  # all right: no ranking to measure
