@@ -188,7 +188,8 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         for name in names[1:]:
             paired = meta.get("paired", {}).get(name)
             if paired:
-                lines.append(f"| {name} | {paired['gained']} | {paired['lost']} | {paired['sign_test_p']:.3f} |")
+                p = paired["sign_test_p"]
+                lines.append(f"| {name} | {paired['gained']} | {paired['lost']} | {'< 0.001' if p < 0.001 else f'{p:.3f}'} |")
     lines += ["", f"Written {meta['written_at']}.", ""]
     lines += [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"

@@ -114,3 +114,14 @@ def test_roc_auc_of_confidence_and_judge_scores() -> None:
     assert summary["confidence_auc"] == 0.75  # of 4 (right, wrong) pairs, 3 rank the right answer higher
     assert summary["judge_auc"] == 0.5
     assert summarize(rows[:2])["confidence_auc"] is None  # all right: no ranking to measure
+
+
+def test_a_tiny_sign_test_p_is_written_as_below_a_thousandth() -> None:
+    from text2sql_dspy.optimize.report import markdown_report, summarize
+
+    rows = [{"correct": True, "latency_s": 1.0}]
+    paired = {"questions": 13, "reference_correct": 0, "other_correct": 13, "gained": 13, "lost": 0,
+              "sign_test_p": 2 * 0.5**13}
+    text = markdown_report({"a": summarize(rows), "b": summarize(rows)},
+                           {"paired": {"b": paired}, "written_at": "now"}, [])
+    assert "| b | 13 | 0 | < 0.001 |" in text
