@@ -70,7 +70,7 @@ def collect(program: Any, examples: list[tuple[int, Any]], samples: int, out: Pa
             seen: set[str] = set()
             for seed in range(samples + 1):
                 sampling = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
-                draft = draft_sql(program.draft, program.lm, question=example.question, table_schemas=view.text,
+                draft = draft_sql(program.draft, program.lm, source=source, question=example.question, table_schemas=view.text,
                                   **sampling)
                 validation = source.validator.validate(draft.sql) if draft.sql else None
                 if validation is None or not validation.valid or validation.sql in seen:
