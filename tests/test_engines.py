@@ -110,6 +110,15 @@ def test_an_output_alias_in_having_becomes_its_expression_for_postgres_only() ->
     assert portable("SELECT (", "postgres") == "SELECT ("
 
 
+def test_a_divisor_that_may_be_zero_gives_null_on_postgres_as_on_sqlite() -> None:
+    rate = "SELECT name, failed / attempts AS rate FROM logins"
+    assert portable(rate, "postgres") == "SELECT name, failed / NULLIF(attempts, 0) AS rate FROM logins"
+    assert portable("SELECT a / 2.0 FROM t", "postgres") == "SELECT a / 2.0 FROM t"  # a nonzero constant
+    assert portable("SELECT a / 0 FROM t", "postgres") == "SELECT a / NULLIF(0, 0) FROM t"
+    assert portable(rate, "sqlite") == rate
+    assert portable(rate, "duckdb") == rate  # DuckDB gives NULL itself
+
+
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
@@ -236,6 +245,15 @@ def test_a_draft_naming_an_output_alias_in_having_runs_on_postgres(postgres: Ser
     assert not open_source(url).database.execute(sql).ok  # PostgreSQL itself refuses the draft as written
     answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("Who reset their password twice?")
     assert answer["valid"] and "HAVING COUNT(*) > 1" in answer["query"]
+
+
+def test_a_draft_dividing_by_zero_gives_null_on_postgres(postgres: Server) -> None:
+    url = postgres.reader_url("saas")
+    sql = "SELECT COUNT(*) / (COUNT(*) - COUNT(*)) AS ratio FROM users"
+    assert not open_source(url).database.execute(sql).ok  # PostgreSQL itself aborts: division by zero
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("What ratio of users ...?")
+    assert answer["valid"] and "NULLIF" in answer["query"]
+    assert open_source(url).database.execute(answer["query"]).rows == [(None,)]
 
 
 # --- DuckDB -----------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ Spider-format gold queries are SQLite. :func:`transpile_gold` rewrites one for P
 sqlglot: it first reads double-quoted names that are no column of the database as the strings SQLite takes
 them for (``name = "Paris"``), then lets sqlglot translate functions and syntax.
 
-:func:`portable` carries a drafted query over one habit that SQLite and DuckDB accept and PostgreSQL
-refuses, where it has a single meaning: an output alias named in ``WHERE`` or ``HAVING``.
+:func:`portable` carries a drafted query over two habits that SQLite and DuckDB accept and PostgreSQL
+refuses, where each has a single meaning: an output alias named in ``WHERE`` or ``HAVING``, and a division
+by a value that is zero on some row (SQLite and DuckDB give NULL there; PostgreSQL aborts the query).
 """
 
 from __future__ import annotations
@@ -50,16 +51,20 @@ def transpile_gold(sql: str, dialect: str, column_names: Iterable[str] = ()) -> 
 
 # Engines that resolve an output alias only in ORDER BY (and GROUP BY), not in WHERE or HAVING.
 _NO_ALIAS_IN_FILTERS = frozenset({"postgres"})
+# Engines that abort a query on a division by zero, where SQLite and DuckDB give NULL.
+_DIVISION_BY_ZERO_RAISES = frozenset({"postgres"})
 
 
 def portable(sql: str, dialect: str, column_names: Iterable[str] = ()) -> str:
-    """``sql`` with output aliases named in its ``WHERE``/``HAVING`` replaced by their expressions, where
-    ``dialect`` needs that (PostgreSQL: ``HAVING reset_count > 3`` -> ``HAVING COUNT(t2.id) > 3``).
+    """``sql`` rewritten where ``dialect`` needs it to mean what it means on SQLite; else unchanged.
 
-    A name that is also a column in ``column_names`` is left alone (the engine reads it as the column),
-    and so is a qualified one. ``sql`` comes back unchanged when nothing is replaced or it does not parse.
+    PostgreSQL: output aliases named in ``WHERE``/``HAVING`` are replaced by their expressions
+    (``HAVING reset_count > 3`` -> ``HAVING COUNT(t2.id) > 3``), except a name that is also a column in
+    ``column_names`` (the engine reads it as the column) or a qualified one; and every divisor that is
+    not a nonzero number is guarded (``a / b`` -> ``a / NULLIF(b, 0)``), so a zero gives NULL as on SQLite.
+    ``sql`` comes back unchanged when nothing is rewritten or it does not parse.
     """
-    if dialect not in _NO_ALIAS_IN_FILTERS:
+    if dialect not in _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES:
         return sql
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
@@ -67,7 +72,16 @@ def portable(sql: str, dialect: str, column_names: Iterable[str] = ()) -> str:
         return sql
     if tree is None:
         return sql
-    known = {name.lower() for name in column_names}
+    replaced = False
+    if dialect in _NO_ALIAS_IN_FILTERS:
+        replaced |= _inline_filter_aliases(tree, {name.lower() for name in column_names})
+    if dialect in _DIVISION_BY_ZERO_RAISES:
+        replaced |= _guard_divisions(tree)
+    return tree.sql(dialect=dialect) if replaced else sql
+
+
+def _inline_filter_aliases(tree: exp.Expression, known: set[str]) -> bool:
+    """Replace, in place, output aliases named in each SELECT's own WHERE/HAVING; True if any was."""
     replaced = False
     for select in tree.find_all(exp.Select):
         aliases = {
@@ -86,4 +100,17 @@ def portable(sql: str, dialect: str, column_names: Iterable[str] = ()) -> str:
                     atomic = isinstance(expression, exp.Column | exp.Func | exp.Literal)
                     column.replace(expression if atomic else exp.Paren(this=expression))
                     replaced = True
-    return tree.sql(dialect=dialect) if replaced else sql
+    return replaced
+
+
+def _guard_divisions(tree: exp.Expression) -> bool:
+    """Mark, in place, each division whose divisor may be zero as safe (written ``NULLIF(d, 0)``)."""
+    guarded = False
+    for division in tree.find_all(exp.Div):
+        divisor = division.expression
+        constant = isinstance(divisor, exp.Literal) and not divisor.is_string
+        if constant and float(divisor.this) != 0 or division.args.get("safe"):
+            continue
+        division.set("safe", True)
+        guarded = True
+    return guarded
