@@ -271,3 +271,17 @@ def test_labeled_demos_teach_the_gold_sql_when_nothing_bootstraps(tmp_path: Path
     drafting_prompt = next(str(e["messages"]) for e in lm.history if JUDGE_KEY not in str(e["messages"]))
     assert f"[[ ## sql ## ]]\\n{demos[0]['sql']}" in drafting_prompt  # shown as a worked answer
     assert "Not supplied for this particular example" not in drafting_prompt  # the SQL is a draft's only output
+
+
+def test_a_drafting_demo_written_over_another_database_is_not_shown(tiny_db: Path) -> None:
+    program = make_program("v2", db_path=tiny_db, retrieval_type="keyword")
+    here = dspy.Example(question="How many users are there?", table_schemas="", hints="", sql="SELECT count(*) FROM users")
+    elsewhere = dspy.Example(question="How many dogs are there?", table_schemas="", hints="",
+                             sql="SELECT count(dog_id) FROM Dogs")
+    program.draft.demos = [here, elsewhere]
+    lm = scripted(DEV)
+    with dspy.context(lm=lm):
+        program(question=DEV[0][0])
+    drafting_prompts = [str(e["messages"]) for e in lm.history if JUDGE_KEY not in str(e["messages"])]
+    assert drafting_prompts and all(here.sql in p and "Dogs" not in p for p in drafting_prompts)
+    assert program.draft.demos == [here, elsewhere]  # the compiled program keeps both for other databases

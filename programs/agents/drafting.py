@@ -49,7 +49,9 @@ def draft_sql(
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
-    The reply is cleaned (:func:`~.validator.clean_sql`) and, given the ``source`` it is for, made
+    Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
+    ``source``'s own tables and columns are shown: a demo written over another database teaches a
+    small model names that do not exist here. The reply is cleaned (:func:`~.validator.clean_sql`) and, given the ``source`` it is for, made
     runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
@@ -59,6 +61,8 @@ def draft_sql(
     config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
         config.update(temperature=temperature, seed=seed, rollout_id=seed)
+    if source is not None and predictor.demos:
+        inputs["demos"] = [d for d in predictor.demos if source.names_only_its_own(str(d.get("sql") or ""))]
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)
     if pred is None:

@@ -39,6 +39,15 @@ class DataSource:
         """Every column name in the catalog, lower-cased."""
         return frozenset(c.name.lower() for t in self.catalog.tables for c in t.columns)
 
+    @cached_property
+    def catalog_validator(self) -> SQLValidator:
+        """The validator against the catalog alone: names and structure, no dry run."""
+        return SQLValidator(self.catalog, None, dialect=self.dialect)
+
+    def names_only_its_own(self, sql: str) -> bool:
+        """Whether ``sql`` passes :attr:`catalog_validator`: every table and column it names is here."""
+        return self.catalog_validator.validate(sql).valid
+
     def runnable(self, sql: str) -> str:
         """A drafted ``sql`` as this engine needs it (:func:`~.dialect.portable`); unchanged on SQLite."""
         return portable(sql, self.dialect, self.column_names)
