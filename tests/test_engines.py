@@ -117,6 +117,19 @@ def test_a_divisor_that_may_be_zero_gives_null_on_postgres_as_on_sqlite() -> Non
     assert portable("SELECT a / 0 FROM t", "postgres") == "SELECT a / NULLIF(0, 0) FROM t"
     assert portable(rate, "sqlite") == rate
     assert portable(rate, "duckdb") == rate  # DuckDB gives NULL itself
+    guarded = portable(rate, "postgres")
+    assert portable(guarded, "postgres") == guarded  # a guarded divisor is not guarded again
+
+
+def test_a_date_function_over_a_text_column_reads_it_as_a_timestamp_on_postgres() -> None:
+    yearly = "SELECT COUNT(*) FROM audit_events AS e WHERE EXTRACT(YEAR FROM e.occurred_at) = 2025"
+    assert portable(yearly, "postgres", text_columns=["occurred_at"]) == (
+        "SELECT COUNT(*) FROM audit_events AS e WHERE EXTRACT(YEAR FROM CAST(e.occurred_at AS TIMESTAMP)) = 2025"
+    )
+    assert portable(yearly, "postgres", text_columns=["action"]) == yearly  # a typed timestamp stays as it is
+    assert portable(yearly, "sqlite", text_columns=["occurred_at"]) == yearly
+    monthly = "SELECT DATE_TRUNC('month', occurred_at) FROM audit_events"
+    assert "CAST(occurred_at AS TIMESTAMP)" in portable(monthly, "postgres", text_columns=["occurred_at"])
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -254,6 +267,16 @@ def test_a_draft_dividing_by_zero_gives_null_on_postgres(postgres: Server) -> No
     answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("What ratio of users ...?")
     assert answer["valid"] and "NULLIF" in answer["query"]
     assert open_source(url).database.execute(answer["query"]).rows == [(None,)]
+
+
+def test_a_draft_taking_the_year_of_a_text_timestamp_runs_on_postgres(postgres: Server) -> None:
+    url = postgres.reader_url("saas")
+    sql = "SELECT COUNT(*) FROM audit_events WHERE EXTRACT(YEAR FROM occurred_at) = 2025"
+    source = open_source(url)
+    assert "occurred_at" in source.text_column_names and not source.database.execute(sql).ok
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("How many audit events in 2025?")
+    assert answer["valid"] and "CAST(occurred_at AS TIMESTAMP)" in answer["query"]
+    assert source.database.execute(answer["query"]).rows[0][0] > 0
 
 
 # --- DuckDB -----------------------------------------------------------------------------------

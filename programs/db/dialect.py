@@ -4,9 +4,10 @@ Spider-format gold queries are SQLite. :func:`transpile_gold` rewrites one for P
 sqlglot: it first reads double-quoted names that are no column of the database as the strings SQLite takes
 them for (``name = "Paris"``), then lets sqlglot translate functions and syntax.
 
-:func:`portable` carries a drafted query over two habits that SQLite and DuckDB accept and PostgreSQL
-refuses, where each has a single meaning: an output alias named in ``WHERE`` or ``HAVING``, and a division
-by a value that is zero on some row (SQLite and DuckDB give NULL there; PostgreSQL aborts the query).
+:func:`portable` carries a drafted query over habits that PostgreSQL refuses where each has a single
+meaning: an output alias named in ``WHERE`` or ``HAVING`` (SQLite and DuckDB resolve it), a division by a
+value that is zero on some row (SQLite and DuckDB give NULL; PostgreSQL aborts the query), and a date
+function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column that stores timestamps as text.
 """
 
 from __future__ import annotations
@@ -53,18 +54,33 @@ def transpile_gold(sql: str, dialect: str, column_names: Iterable[str] = ()) -> 
 _NO_ALIAS_IN_FILTERS = frozenset({"postgres"})
 # Engines that abort a query on a division by zero, where SQLite and DuckDB give NULL.
 _DIVISION_BY_ZERO_RAISES = frozenset({"postgres"})
+# Engines whose date functions refuse a text argument (PostgreSQL: "function extract(unknown, text) does
+# not exist"); the argument of each function listed here is read as a timestamp when it is a text column.
+_DATE_FUNCTIONS_NEED_TIMESTAMPS = frozenset({"postgres"})
+_DATE_ARGUMENTS = {exp.Extract: "expression", exp.TimestampTrunc: "this", exp.TimeToStr: "this"}
+_TEXT_TYPES = ("TEXT", "CHAR", "CLOB", "STRING")
 
 
-def portable(sql: str, dialect: str, column_names: Iterable[str] = ()) -> str:
+def is_text_type(declared: str) -> bool:
+    """Whether a column declared ``declared`` stores text (TEXT, VARCHAR, CHARACTER VARYING, ...)."""
+    return any(word in declared.upper() for word in _TEXT_TYPES)
+
+
+def portable(
+    sql: str, dialect: str, column_names: Iterable[str] = (), text_columns: Iterable[str] = ()
+) -> str:
     """``sql`` rewritten where ``dialect`` needs it to mean what it means on SQLite; else unchanged.
 
     PostgreSQL: output aliases named in ``WHERE``/``HAVING`` are replaced by their expressions
     (``HAVING reset_count > 3`` -> ``HAVING COUNT(t2.id) > 3``), except a name that is also a column in
     ``column_names`` (the engine reads it as the column) or a qualified one; and every divisor that is
-    not a nonzero number is guarded (``a / b`` -> ``a / NULLIF(b, 0)``), so a zero gives NULL as on SQLite.
-    ``sql`` comes back unchanged when nothing is rewritten or it does not parse.
+    not a nonzero number is guarded (``a / b`` -> ``a / NULLIF(b, 0)``), so a zero gives NULL as on SQLite;
+    and a column named in ``text_columns`` (text-typed wherever it occurs) that a date function reads is cast
+    (``EXTRACT(YEAR FROM occurred_at)`` -> ``EXTRACT(YEAR FROM CAST(occurred_at AS TIMESTAMP))``).
+    Rewriting a rewritten query changes nothing more. ``sql`` comes back unchanged when nothing is
+    rewritten or it does not parse.
     """
-    if dialect not in _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES:
+    if dialect not in _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES | _DATE_FUNCTIONS_NEED_TIMESTAMPS:
         return sql
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
@@ -77,6 +93,8 @@ def portable(sql: str, dialect: str, column_names: Iterable[str] = ()) -> str:
         replaced |= _inline_filter_aliases(tree, {name.lower() for name in column_names})
     if dialect in _DIVISION_BY_ZERO_RAISES:
         replaced |= _guard_divisions(tree)
+    if dialect in _DATE_FUNCTIONS_NEED_TIMESTAMPS:
+        replaced |= _timestamps_for_date_functions(tree, {name.lower() for name in text_columns})
     return tree.sql(dialect=dialect) if replaced else sql
 
 
@@ -109,8 +127,20 @@ def _guard_divisions(tree: exp.Expression) -> bool:
     for division in tree.find_all(exp.Div):
         divisor = division.expression
         constant = isinstance(divisor, exp.Literal) and not divisor.is_string
-        if constant and float(divisor.this) != 0 or division.args.get("safe"):
+        if constant and float(divisor.this) != 0 or division.args.get("safe") or isinstance(divisor, exp.Nullif):
             continue
         division.set("safe", True)
         guarded = True
     return guarded
+
+
+def _timestamps_for_date_functions(tree: exp.Expression, text_columns: set[str]) -> bool:
+    """Cast, in place, each text column that a date function reads to TIMESTAMP; True if any was."""
+    cast = False
+    for function, argument in _DATE_ARGUMENTS.items():
+        for node in list(tree.find_all(function)):
+            column = node.args.get(argument)
+            if isinstance(column, exp.Column) and column.name.lower() in text_columns:
+                column.replace(exp.cast(column.copy(), exp.DataType.Type.TIMESTAMP))
+                cast = True
+    return cast

@@ -10,7 +10,7 @@ from pathlib import Path
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
-from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
+from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, is_text_type, portable
 from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
@@ -40,6 +40,15 @@ class DataSource:
         return frozenset(c.name.lower() for t in self.catalog.tables for c in t.columns)
 
     @cached_property
+    def text_column_names(self) -> frozenset[str]:
+        """Column names, lower-cased, that are text-typed in every table that has them."""
+        typed: dict[str, set[bool]] = {}
+        for table in self.catalog.tables:
+            for column in table.columns:
+                typed.setdefault(column.name.lower(), set()).add(is_text_type(column.type))
+        return frozenset(name for name, kinds in typed.items() if kinds == {True})
+
+    @cached_property
     def catalog_validator(self) -> SQLValidator:
         """The validator against the catalog alone: names and structure, no dry run."""
         return SQLValidator(self.catalog, None, dialect=self.dialect)
@@ -50,7 +59,7 @@ class DataSource:
 
     def runnable(self, sql: str) -> str:
         """A drafted ``sql`` as this engine needs it (:func:`~.dialect.portable`); unchanged on SQLite."""
-        return portable(sql, self.dialect, self.column_names)
+        return portable(sql, self.dialect, self.column_names, self.text_column_names)
 
     @property
     def dialect(self) -> str:
