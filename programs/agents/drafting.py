@@ -51,8 +51,8 @@ def draft_sql(
 
     Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
     ``source``'s own tables and columns are shown: a demo written over another database teaches a
-    small model names that do not exist here. The reply is cleaned (:func:`~.validator.clean_sql`) and, given the ``source`` it is for, made
-    runnable on that engine (:meth:`~.source.DataSource.runnable`).
+    small model names that do not exist here. The reply is cleaned (:func:`~.validator.clean_sql`)
+    and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns

@@ -39,6 +39,11 @@ class Column(BaseModel):
     references: str | None = None
     samples: list[str | int | float] = Field(default_factory=list)
 
+    @property
+    def stores_text(self) -> bool:
+        """Whether the declared type is a text type (TEXT, VARCHAR, CHARACTER VARYING, CLOB, STRING)."""
+        return any(word in self.type.upper() for word in ("TEXT", "CHAR", "CLOB", "STRING"))
+
     @field_validator("name", "type")
     @classmethod
     def _not_blank(cls, value: str) -> str:

@@ -58,12 +58,6 @@ _DIVISION_BY_ZERO_RAISES = frozenset({"postgres"})
 # not exist"); the argument of each function listed here is read as a timestamp when it is a text column.
 _DATE_FUNCTIONS_NEED_TIMESTAMPS = frozenset({"postgres"})
 _DATE_ARGUMENTS = {exp.Extract: "expression", exp.TimestampTrunc: "this", exp.TimeToStr: "this"}
-_TEXT_TYPES = ("TEXT", "CHAR", "CLOB", "STRING")
-
-
-def is_text_type(declared: str) -> bool:
-    """Whether a column declared ``declared`` stores text (TEXT, VARCHAR, CHARACTER VARYING, ...)."""
-    return any(word in declared.upper() for word in _TEXT_TYPES)
 
 
 def portable(
@@ -126,8 +120,8 @@ def _guard_divisions(tree: exp.Expression) -> bool:
     guarded = False
     for division in tree.find_all(exp.Div):
         divisor = division.expression
-        constant = isinstance(divisor, exp.Literal) and not divisor.is_string
-        if constant and float(divisor.this) != 0 or division.args.get("safe") or isinstance(divisor, exp.Nullif):
+        nonzero_constant = isinstance(divisor, exp.Literal) and not divisor.is_string and float(divisor.this) != 0
+        if nonzero_constant or isinstance(divisor, exp.Nullif) or division.args.get("safe"):
             continue
         division.set("safe", True)
         guarded = True

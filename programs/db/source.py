@@ -10,7 +10,7 @@ from pathlib import Path
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
-from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, is_text_type, portable
+from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
 from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
@@ -45,7 +45,7 @@ class DataSource:
         typed: dict[str, set[bool]] = {}
         for table in self.catalog.tables:
             for column in table.columns:
-                typed.setdefault(column.name.lower(), set()).add(is_text_type(column.type))
+                typed.setdefault(column.name.lower(), set()).add(column.stores_text)
         return frozenset(name for name, kinds in typed.items() if kinds == {True})
 
     @cached_property
