@@ -2,7 +2,11 @@
 
 A bootstrapped drafting demo carries every table the retriever returned (~1,500 tokens on the
 bundled database). :func:`compact_demos` keeps only the tables its own SQL uses, and drops the
-demos of the ReAct loop's predictors, whose trajectories would fill the context on their own.
+demos of the ReAct loop's predictors, whose trajectories would fill the context on their own, and
+of the judge: a bootstrapped judge demo is the judge's own verdict on a trace the metric accepted,
+not the truth, so a compiled judge's demos lean one way (both "True" in one compile, both "False" in
+another) and pull every score that way (compiled V2's judge ECE was 0.40 on the bundled test, V2's
+0.07).
 :func:`with_gold_draft` turns a training example into a labeled drafting demo (its gold SQL over
 the tables that SQL reads), for optimizers' ``max_labeled_demos``.
 """
@@ -18,14 +22,14 @@ from sqlglot import exp
 
 from text2sql_dspy.programs.db.source import open_source
 
-LOOP_PREDICTORS = ("agent.react", "agent.extract")
+NO_DEMO_PREDICTORS = ("agent.react", "agent.extract", "judge")  # and the predictors inside them
 
 
-def compact_demos(program: dspy.Module, *, keep_loop_demos: bool = False) -> dict[str, int]:
+def compact_demos(program: dspy.Module) -> dict[str, int]:
     """Shrink ``program``'s demos in place; returns the number of demos left per predictor."""
     counts = {}
     for name, predictor in program.named_predictors():
-        if name in LOOP_PREDICTORS and not keep_loop_demos:
+        if any(name == kept or name.startswith(f"{kept}.") for kept in NO_DEMO_PREDICTORS):
             predictor.demos = []
         else:
             # a labeled demo meant for another predictor has none of this one's outputs: never shown, so not kept

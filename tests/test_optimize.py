@@ -188,16 +188,22 @@ def test_bootstrap_compile_saves_state_and_sidecar_and_loads_back(tmp_path: Path
     assert meta["program"] == "v2" and meta["optimizer"] == "bootstrap" and meta["metric"] == "judge+execution"
     assert meta["train_size"] == 3 and meta["dev_size"] == 1 and meta["seed"] == 0 and meta["date"]
     assert meta["dev_before"] == {"metric": 0.95, "execution_accuracy": 1.0, "n": 1}
-    assert meta["demos"]["draft"] == 2 and meta["demos"]["agent.react"] == 0
+    assert meta["demos"]["draft"] == 2
+    assert meta["demos"]["judge"] == meta["demos"]["agent.react"] == meta["demos"]["agent.extract.predict"] == 0
+    assert not state_of(out)["judge"]["demos"], "a judge demo would be the judge's own verdict, not the truth"
     audit = meta["trace_audit"]  # every training trace the optimizer scored, set against execution
     assert audit["traces"] == len(meta["traces"]) >= 2 and audit["metric_accepts_execution_rejects"] == 0
     assert all(row["execution_match"] and row["accepted"] for row in meta["traces"])
-    state = json.loads(out.read_text())
+    state = state_of(out)
     demo = state["draft"]["demos"][0]
     assert demo["sql"] in {sql for _, sql in TRAIN}
     assert tables_used(demo["sql"]) >= {t.lower() for t in _created(demo["table_schemas"])}
     program = make_program(str(out), db_path=tiny_db, retrieval_type="keyword")
     assert [d["question"] for d in program.draft.demos] == [d["question"] for d in state["draft"]["demos"]]
+
+
+def state_of(compiled: Path) -> dict[str, Any]:
+    return json.loads(compiled.read_text())
 
 
 def _created(schemas: str) -> set[str]:
