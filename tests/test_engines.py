@@ -15,7 +15,7 @@ import pytest
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.react import ReActAgent
 from text2sql_dspy.programs.cli import main
-from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.dataset import bundled_database_file, load_split
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.database import open_database
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
@@ -130,6 +130,38 @@ def test_a_date_function_over_a_text_column_reads_it_as_a_timestamp_on_postgres(
     assert portable(yearly, "sqlite", text_columns=["occurred_at"]) == yearly
     monthly = "SELECT DATE_TRUNC('month', occurred_at) FROM audit_events"
     assert "CAST(occurred_at AS TIMESTAMP)" in portable(monthly, "postgres", text_columns=["occurred_at"])
+
+
+def test_an_integer_column_standing_as_a_condition_is_compared_with_zero_on_postgres() -> None:
+    flags = "SELECT name, CASE WHEN enabled THEN 'on' ELSE 'off' END FROM o JOIN f ON f.on_top WHERE (active) AND NOT f.blocked"
+    integers = ["enabled", "active", "blocked", "on_top"]
+    assert portable(flags, "postgres", integer_columns=integers) == (
+        "SELECT name, CASE WHEN (enabled <> 0) THEN 'on' ELSE 'off' END FROM o JOIN f ON (f.on_top <> 0)"
+        " WHERE (active <> 0) AND NOT (f.blocked <> 0)"
+    )
+    assert portable(flags, "postgres", integer_columns=["name"]) == flags  # a boolean column stays as it is
+    assert portable(flags, "duckdb", integer_columns=integers) == flags  # DuckDB reads a number as a condition
+    compared = portable(flags, "postgres", integer_columns=integers)
+    assert portable(compared, "postgres", integer_columns=integers) == compared
+    counted = "SELECT COUNT(*) FROM f WHERE enabled = 1 AND LENGTH(name) > 2"
+    assert portable(counted, "postgres", integer_columns=integers) == counted  # a comparison is a condition already
+
+
+def test_a_column_neither_grouped_nor_aggregated_is_read_through_min_on_postgres() -> None:
+    bare = "SELECT i.number, i.total FROM invoices AS i GROUP BY i.number"
+    assert portable(bare, "postgres") == "SELECT i.number, MIN(i.total) AS total FROM invoices AS i GROUP BY i.number"
+    on_off = "SELECT o.name, CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END AS state FROM o JOIN f ON o.id = f.o GROUP BY o.name"
+    assert "MIN(CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END) AS state" in portable(on_off, "postgres")
+    grouped = [
+        "SELECT name, MAX(score) FROM t GROUP BY class",  # SQLite takes name from the row with the highest score
+        "SELECT t.class AS c, t.name, COUNT(*) FROM t GROUP BY c, 2",  # an output alias and a position
+        "SELECT UPPER(name), COUNT(*) FROM t GROUP BY UPPER(name)",
+        "SELECT a, a * 2, 1 + 2 FROM t GROUP BY a",
+    ]
+    assert [portable(sql, "postgres") for sql in grouped] == grouped
+    assert portable(bare, "sqlite") == bare
+    assert portable(bare, "duckdb") == portable(bare, "postgres")  # DuckDB refuses a bare column too
+    assert portable(portable(bare, "postgres"), "postgres") == portable(bare, "postgres")
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -279,6 +311,17 @@ def test_a_draft_taking_the_year_of_a_text_timestamp_runs_on_postgres(postgres: 
     assert source.database.execute(answer["query"]).rows[0][0] > 0
 
 
+def test_a_draft_using_an_integer_flag_as_a_condition_runs_on_postgres(postgres: Server) -> None:
+    url = postgres.reader_url("saas")
+    sql = "SELECT key, CASE WHEN default_enabled THEN 'on' ELSE 'off' END FROM feature_flags ORDER BY key"
+    source = open_source(url)
+    assert "default_enabled" in source.integer_column_names and not source.database.execute(sql).ok
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("Which flags are on by default?")
+    assert answer["valid"] and "(default_enabled <> 0)" in answer["query"]
+    on_sqlite = open_source(bundled_database_file()).database.execute(sql).rows
+    assert source.database.execute(answer["query"]).rows == on_sqlite and on_sqlite
+
+
 # --- DuckDB -----------------------------------------------------------------------------------
 
 
@@ -309,6 +352,16 @@ def test_duckdb_catalog_execution_and_file_untouched(duckdb_file: Path, tiny_db:
     assert source.validator.validate("SELECT email FROM users ORDER BY email LIMIT 3").valid
     assert hashlib.sha256(duckdb_file.read_bytes()).hexdigest() == digest
     assert not Path("/tmp/pwned.csv").exists()
+
+
+def test_a_draft_selecting_a_column_it_does_not_group_runs_on_duckdb(duckdb_file: Path, tiny_db: Path) -> None:
+    sql = "SELECT u.id, u.email, COUNT(b.id) FROM users AS u JOIN blocks AS b ON b.user_id = u.id GROUP BY u.id ORDER BY u.id"
+    source = open_source(f"duckdb:///{duckdb_file}")
+    assert not source.database.execute(sql).ok  # DuckDB refuses u.email: neither grouped nor aggregated
+    answer = ReActAgent(f"duckdb:///{duckdb_file}", retrieval_type="keyword", lm=obeying_lm(sql)).run("Blocks per user?")
+    assert answer["valid"] and "MIN(u.email) AS email" in answer["query"]
+    on_sqlite = open_source(tiny_db).database.execute(sql).rows
+    assert on_sqlite and source.database.execute(answer["query"]).rows == on_sqlite
 
 
 def test_duckdb_file_path_alone_is_enough(duckdb_file: Path) -> None:

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 
@@ -43,6 +45,14 @@ class Column(BaseModel):
     def stores_text(self) -> bool:
         """Whether the declared type is a text type (TEXT, VARCHAR, CHARACTER VARYING, CLOB, STRING)."""
         return any(word in self.type.upper() for word in ("TEXT", "CHAR", "CLOB", "STRING"))
+
+    @property
+    def stores_integer(self) -> bool:
+        """Whether the declared type is an integer type (INTEGER, INT, BIGINT, SMALLINT, ...), as sqlglot reads it."""
+        try:
+            return exp.DataType.build(self.type).is_type(*exp.DataType.INTEGER_TYPES)
+        except (SqlglotError, ValueError):
+            return False
 
     @field_validator("name", "type")
     @classmethod

@@ -6,8 +6,11 @@ them for (``name = "Paris"``), then lets sqlglot translate functions and syntax.
 
 :func:`portable` carries a drafted query over habits that PostgreSQL refuses where each has a single
 meaning: an output alias named in ``WHERE`` or ``HAVING`` (SQLite and DuckDB resolve it), a division by a
-value that is zero on some row (SQLite and DuckDB give NULL; PostgreSQL aborts the query), and a date
-function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column that stores timestamps as text.
+value that is zero on some row (SQLite and DuckDB give NULL; PostgreSQL aborts the query), a date
+function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column that stores timestamps as text, and an
+integer column standing alone as a condition (``CASE WHEN enabled``: SQLite and DuckDB read a nonzero
+number as true; PostgreSQL wants a boolean), and a column selected in a grouped query that is neither
+grouped nor aggregated (SQLite takes it from some row of the group; PostgreSQL and DuckDB refuse it).
 """
 
 from __future__ import annotations
@@ -58,23 +61,51 @@ _DIVISION_BY_ZERO_RAISES = frozenset({"postgres"})
 # not exist"); the argument of each function listed here is read as a timestamp when it is a text column.
 _DATE_FUNCTIONS_NEED_TIMESTAMPS = frozenset({"postgres"})
 _DATE_ARGUMENTS = {exp.Extract: "expression", exp.TimestampTrunc: "this", exp.TimeToStr: "this"}
+# Engines that refuse a number where a condition belongs ("argument of CASE/WHEN must be type boolean,
+# not type bigint"); an integer column alone in one of these places is compared with 0.
+_NUMBERS_ARE_NOT_CONDITIONS = frozenset({"postgres"})
+_CONDITION_PLACES = (
+    (exp.If, "this"), (exp.Where, "this"), (exp.Having, "this"), (exp.Join, "on"),
+    (exp.And, "this"), (exp.And, "expression"), (exp.Or, "this"), (exp.Or, "expression"), (exp.Not, "this"),
+)
+# Engines that refuse a selected column that is neither grouped nor aggregated in a grouped query (both
+# say it "must appear in the GROUP BY clause or be used in an aggregate function").
+_NO_BARE_COLUMNS = frozenset({"postgres", "duckdb"})
+_REWRITING_DIALECTS = (
+    _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES | _DATE_FUNCTIONS_NEED_TIMESTAMPS | _NUMBERS_ARE_NOT_CONDITIONS
+    | _NO_BARE_COLUMNS
+)
 
 
 def portable(
-    sql: str, dialect: str, column_names: Iterable[str] = (), text_columns: Iterable[str] = ()
+    sql: str, dialect: str, column_names: Iterable[str] = (), text_columns: Iterable[str] = (),
+    integer_columns: Iterable[str] = (),
 ) -> str:
     """``sql`` rewritten where ``dialect`` needs it to mean what it means on SQLite; else unchanged.
 
-    PostgreSQL: output aliases named in ``WHERE``/``HAVING`` are replaced by their expressions
-    (``HAVING reset_count > 3`` -> ``HAVING COUNT(t2.id) > 3``), except a name that is also a column in
-    ``column_names`` (the engine reads it as the column) or a qualified one; and every divisor that is
-    not a nonzero number is guarded (``a / b`` -> ``a / NULLIF(b, 0)``), so a zero gives NULL as on SQLite;
-    and a column named in ``text_columns`` (text-typed wherever it occurs) that a date function reads is cast
-    (``EXTRACT(YEAR FROM occurred_at)`` -> ``EXTRACT(YEAR FROM CAST(occurred_at AS TIMESTAMP))``).
+    PostgreSQL:
+
+    * output aliases named in ``WHERE``/``HAVING`` are replaced by their expressions (``HAVING reset_count
+      > 3`` -> ``HAVING COUNT(t2.id) > 3``), except a name that is also a column in ``column_names`` (the
+      engine reads it as the column) or a qualified one;
+    * every divisor that is not a nonzero number is guarded (``a / b`` -> ``a / NULLIF(b, 0)``), so a zero
+      gives NULL as on SQLite;
+    * a column named in ``text_columns`` (text-typed wherever it occurs) that a date function reads is cast
+      (``EXTRACT(YEAR FROM occurred_at)`` -> ``EXTRACT(YEAR FROM CAST(occurred_at AS TIMESTAMP))``);
+    * a column named in ``integer_columns`` that stands alone as a condition (a ``WHEN``, ``WHERE``,
+      ``HAVING`` or ``ON``, or an operand of ``AND``, ``OR``, ``NOT``) is compared with 0 (``WHEN enabled``
+      -> ``WHEN (enabled <> 0)``; NULL stays NULL, as on SQLite).
+
+    PostgreSQL and DuckDB: in a ``GROUP BY`` query with no ``MIN`` or ``MAX`` (whose bare columns SQLite
+    takes from the extreme row), a selected expression that reads a column but is neither grouped nor
+    aggregated is read through ``MIN`` under its own name (``SELECT i.total FROM i GROUP BY i.number`` ->
+    ``SELECT MIN(i.total) AS total ...``): the same value wherever the group determines it, and otherwise
+    one of the group's values, as on SQLite.
+
     Rewriting a rewritten query changes nothing more. ``sql`` comes back unchanged when nothing is
     rewritten or it does not parse.
     """
-    if dialect not in _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES | _DATE_FUNCTIONS_NEED_TIMESTAMPS:
+    if dialect not in _REWRITING_DIALECTS:
         return sql
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
@@ -89,6 +120,10 @@ def portable(
         replaced |= _guard_divisions(tree)
     if dialect in _DATE_FUNCTIONS_NEED_TIMESTAMPS:
         replaced |= _timestamps_for_date_functions(tree, {name.lower() for name in text_columns})
+    if dialect in _NUMBERS_ARE_NOT_CONDITIONS:
+        replaced |= _compare_integer_conditions(tree, {name.lower() for name in integer_columns})
+    if dialect in _NO_BARE_COLUMNS:
+        replaced |= _aggregate_bare_columns(tree)
     return tree.sql(dialect=dialect) if replaced else sql
 
 
@@ -138,3 +173,59 @@ def _timestamps_for_date_functions(tree: exp.Expression, text_columns: set[str])
                 column.replace(exp.cast(column.copy(), exp.DataType.Type.TIMESTAMP))
                 cast = True
     return cast
+
+
+def _compare_integer_conditions(tree: exp.Expression, integer_columns: set[str]) -> bool:
+    """Compare with 0, in place, each integer column that stands alone as a condition; True if any was."""
+    compared = False
+    for kind, place in _CONDITION_PLACES:
+        for node in list(tree.find_all(kind)):
+            condition = node.args.get(place)
+            column = condition.unnest() if isinstance(condition, exp.Paren) else condition
+            if isinstance(column, exp.Column) and column.name.lower() in integer_columns:
+                condition.replace(exp.Paren(this=exp.NEQ(this=column.copy(), expression=exp.Literal.number(0))))
+                compared = True
+    return compared
+
+
+def _aggregate_bare_columns(tree: exp.Expression) -> bool:
+    """Read through MIN, in place, each selected expression of a grouped SELECT that names a column but is
+    neither grouped nor aggregated (see :func:`portable`); True if any was."""
+    changed = False
+    for select in tree.find_all(exp.Select):
+        group = select.args.get("group")
+        if group is None or any(p.find(exp.Min, exp.Max) for p in select.expressions):
+            continue
+        for index, projection in enumerate(select.expressions, start=1):
+            value = projection.this if isinstance(projection, exp.Alias) else projection
+            if (
+                value.find(exp.Column) is None
+                or value.find(exp.AggFunc, exp.Window, exp.Subquery) is not None
+                or _is_grouped(value, projection, index, group.expressions)
+            ):
+                continue
+            name = projection.alias if isinstance(projection, exp.Alias) else value.name if isinstance(value, exp.Column) else ""
+            minimum = exp.Min(this=value.copy())
+            projection.replace(exp.alias_(minimum, name, quoted=False) if name else minimum)
+            changed = True
+    return changed
+
+
+def _is_grouped(value: exp.Expression, projection: exp.Expression, index: int, keys: list[exp.Expression]) -> bool:
+    """Whether the ``index``-th projection is a GROUP BY key (the same expression, its output alias or its
+    position), or every column it reads is one."""
+    alias = projection.alias.lower() if isinstance(projection, exp.Alias) else None
+    for key in keys:
+        if isinstance(key, exp.Literal) and not key.is_string and key.this == str(index):
+            return True
+        if key == value or (alias and isinstance(key, exp.Column) and not key.table and key.name.lower() == alias):
+            return True
+    grouped = [k for k in keys if isinstance(k, exp.Column)]
+    return all(
+        any(
+            key.name.lower() == column.name.lower()
+            and (not key.table or not column.table or key.table.lower() == column.table.lower())
+            for key in grouped
+        )
+        for column in value.find_all(exp.Column)
+    )

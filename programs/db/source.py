@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from text2sql_dspy.programs.db.address import parse_address
-from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, load_schema_dir
+from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
 from text2sql_dspy.programs.db.introspection import introspect
@@ -42,10 +43,18 @@ class DataSource:
     @cached_property
     def text_column_names(self) -> frozenset[str]:
         """Column names, lower-cased, that are text-typed in every table that has them."""
+        return self._names_typed_everywhere(lambda column: column.stores_text)
+
+    @cached_property
+    def integer_column_names(self) -> frozenset[str]:
+        """Column names, lower-cased, that are integer-typed in every table that has them."""
+        return self._names_typed_everywhere(lambda column: column.stores_integer)
+
+    def _names_typed_everywhere(self, is_typed: Callable[[Column], bool]) -> frozenset[str]:
         typed: dict[str, set[bool]] = {}
         for table in self.catalog.tables:
             for column in table.columns:
-                typed.setdefault(column.name.lower(), set()).add(column.stores_text)
+                typed.setdefault(column.name.lower(), set()).add(is_typed(column))
         return frozenset(name for name, kinds in typed.items() if kinds == {True})
 
     @cached_property
@@ -59,7 +68,7 @@ class DataSource:
 
     def runnable(self, sql: str) -> str:
         """A drafted ``sql`` as this engine needs it (:func:`~.dialect.portable`); unchanged on SQLite."""
-        return portable(sql, self.dialect, self.column_names, self.text_column_names)
+        return portable(sql, self.dialect, self.column_names, self.text_column_names, self.integer_column_names)
 
     @property
     def dialect(self) -> str:
