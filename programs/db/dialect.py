@@ -2,7 +2,7 @@
 
 Spider-format gold queries are SQLite. :func:`transpile_gold` rewrites one for PostgreSQL or DuckDB with
 sqlglot: it first reads double-quoted names that are no column of the database as the strings SQLite takes
-them for (``name = "Paris"``), then lets sqlglot translate functions and syntax.
+them for (``name = "Paris"``), then lets sqlglot translate functions and syntax, then :func:`portable`.
 
 :func:`portable` carries a drafted query over habits that PostgreSQL refuses where each has a single
 meaning: an output alias named in ``WHERE`` or ``HAVING`` (SQLite and DuckDB resolve it), a division by a
@@ -29,7 +29,10 @@ class TranspileError(ValueError):
 
 
 def transpile_gold(sql: str, dialect: str, column_names: Iterable[str] = ()) -> str:
-    """``sql`` (SQLite) in ``dialect``; unchanged for SQLite. Raises :class:`TranspileError` when it cannot."""
+    """``sql`` (SQLite) in ``dialect``, carried over the habits :func:`portable` rewrites; unchanged for SQLite.
+
+    Raises :class:`TranspileError` when it cannot.
+    """
     if dialect == "sqlite":
         return sql
     try:
@@ -48,9 +51,10 @@ def transpile_gold(sql: str, dialect: str, column_names: Iterable[str] = ()) -> 
         ):
             column.replace(exp.Literal.string(ident.this))
     try:
-        return tree.sql(dialect=dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
+        written = tree.sql(dialect=dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
     except SqlglotError as exc:
         raise TranspileError(f"cannot write the gold query in {dialect}: {str(exc)[:200]}") from None
+    return portable(written, dialect, column_names)
 
 
 # Engines that resolve an output alias only in ORDER BY (and GROUP BY), not in WHERE or HAVING.
