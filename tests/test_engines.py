@@ -164,6 +164,18 @@ def test_a_column_neither_grouped_nor_aggregated_is_read_through_min_on_postgres
     assert portable(portable(bare, "postgres"), "postgres") == portable(bare, "postgres")
 
 
+def test_a_subquery_compared_as_a_value_gives_its_first_row_on_postgres_and_duckdb() -> None:
+    smith = "SELECT pet_id FROM has_pet WHERE student_id = (SELECT id FROM student WHERE last_name = 'Smith')"
+    limited = "SELECT pet_id FROM has_pet WHERE student_id = (SELECT id FROM student WHERE last_name = 'Smith' LIMIT 1)"
+    assert portable(smith, "postgres") == portable(smith, "duckdb") == limited
+    assert portable(limited, "postgres") == limited and portable(smith, "sqlite") == smith
+    one_row = [
+        "SELECT name FROM t WHERE age > (SELECT AVG(age) FROM t)",  # an aggregate over everything
+        "SELECT name FROM t WHERE id IN (SELECT t_id FROM u)",  # a set, not a value
+    ]
+    assert [portable(sql, "postgres") for sql in one_row] == one_row
+
+
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
@@ -354,12 +366,19 @@ def test_duckdb_catalog_execution_and_file_untouched(duckdb_file: Path, tiny_db:
     assert not Path("/tmp/pwned.csv").exists()
 
 
-def test_a_draft_selecting_a_column_it_does_not_group_runs_on_duckdb(duckdb_file: Path, tiny_db: Path) -> None:
-    sql = "SELECT u.id, u.email, COUNT(b.id) FROM users AS u JOIN blocks AS b ON b.user_id = u.id GROUP BY u.id ORDER BY u.id"
+@pytest.mark.parametrize("sql, rewritten", [
+    ("SELECT u.id, u.email, COUNT(b.id) FROM users AS u JOIN blocks AS b ON b.user_id = u.id GROUP BY u.id ORDER BY u.id",
+     "MIN(u.email) AS email"),  # u.email: neither grouped nor aggregated
+    ("SELECT email FROM users WHERE organization_id = (SELECT id FROM organizations ORDER BY id) ORDER BY email",
+     "ORDER BY id LIMIT 1)"),  # a subquery compared as a value, returning several rows
+])
+def test_a_draft_sqlite_accepts_and_duckdb_refuses_runs_on_duckdb(
+    duckdb_file: Path, tiny_db: Path, sql: str, rewritten: str
+) -> None:
     source = open_source(f"duckdb:///{duckdb_file}")
-    assert not source.database.execute(sql).ok  # DuckDB refuses u.email: neither grouped nor aggregated
-    answer = ReActAgent(f"duckdb:///{duckdb_file}", retrieval_type="keyword", lm=obeying_lm(sql)).run("Blocks per user?")
-    assert answer["valid"] and "MIN(u.email) AS email" in answer["query"]
+    assert not source.database.execute(sql).ok
+    answer = ReActAgent(f"duckdb:///{duckdb_file}", retrieval_type="keyword", lm=obeying_lm(sql)).run("Which users?")
+    assert answer["valid"] and rewritten in answer["query"]
     on_sqlite = open_source(tiny_db).database.execute(sql).rows
     assert on_sqlite and source.database.execute(answer["query"]).rows == on_sqlite
 

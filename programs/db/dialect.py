@@ -10,7 +10,8 @@ value that is zero on some row (SQLite and DuckDB give NULL; PostgreSQL aborts t
 function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column that stores timestamps as text, and an
 integer column standing alone as a condition (``CASE WHEN enabled``: SQLite and DuckDB read a nonzero
 number as true; PostgreSQL wants a boolean), and a column selected in a grouped query that is neither
-grouped nor aggregated (SQLite takes it from some row of the group; PostgreSQL and DuckDB refuse it).
+grouped nor aggregated (SQLite takes it from some row of the group; PostgreSQL and DuckDB refuse it), and
+a subquery compared as a value that returns several rows (SQLite takes the first; they refuse).
 """
 
 from __future__ import annotations
@@ -75,9 +76,13 @@ _CONDITION_PLACES = (
 # Engines that refuse a selected column that is neither grouped nor aggregated in a grouped query (both
 # say it "must appear in the GROUP BY clause or be used in an aggregate function").
 _NO_BARE_COLUMNS = frozenset({"postgres", "duckdb"})
+# Engines that refuse a subquery used as a value when it returns more than one row ("more than one row
+# returned by a subquery used as an expression"); SQLite takes its first row.
+_SCALAR_SUBQUERIES_ONE_ROW = frozenset({"postgres", "duckdb"})
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _REWRITING_DIALECTS = (
     _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES | _DATE_FUNCTIONS_NEED_TIMESTAMPS | _NUMBERS_ARE_NOT_CONDITIONS
-    | _NO_BARE_COLUMNS
+    | _NO_BARE_COLUMNS | _SCALAR_SUBQUERIES_ONE_ROW
 )
 
 
@@ -104,7 +109,9 @@ def portable(
     takes from the extreme row), a selected expression that reads a column but is neither grouped nor
     aggregated is read through ``MIN`` under its own name (``SELECT i.total FROM i GROUP BY i.number`` ->
     ``SELECT MIN(i.total) AS total ...``): the same value wherever the group determines it, and otherwise
-    one of the group's values, as on SQLite.
+    one of the group's values, as on SQLite. A subquery compared as a value (``id = (SELECT ...)``) that
+    has no ``LIMIT`` and may return several rows (it is not an ungrouped aggregate) gets ``LIMIT 1``:
+    SQLite's value for it is its first row.
 
     Rewriting a rewritten query changes nothing more. ``sql`` comes back unchanged when nothing is
     rewritten or it does not parse.
@@ -128,6 +135,8 @@ def portable(
         replaced |= _compare_integer_conditions(tree, {name.lower() for name in integer_columns})
     if dialect in _NO_BARE_COLUMNS:
         replaced |= _aggregate_bare_columns(tree)
+    if dialect in _SCALAR_SUBQUERIES_ONE_ROW:
+        replaced |= _first_row_of_compared_subqueries(tree)
     return tree.sql(dialect=dialect) if replaced else sql
 
 
@@ -233,3 +242,17 @@ def _is_grouped(value: exp.Expression, projection: exp.Expression, index: int, k
         )
         for column in value.find_all(exp.Column)
     )
+
+
+def _first_row_of_compared_subqueries(tree: exp.Expression) -> bool:
+    """Limit, in place, each subquery compared as a value to its first row (see :func:`portable`); True if any was."""
+    limited = False
+    for subquery in list(tree.find_all(exp.Subquery)):
+        select = subquery.this
+        if not isinstance(subquery.parent, _COMPARISONS) or not isinstance(select, exp.Select) or select.args.get("limit"):
+            continue
+        if select.args.get("group") is None and any(p.find(exp.AggFunc) for p in select.expressions):
+            continue  # an aggregate over the whole input: one row already
+        select.limit(1, copy=False)
+        limited = True
+    return limited
