@@ -4,14 +4,17 @@ Spider-format gold queries are SQLite. :func:`transpile_gold` rewrites one for P
 sqlglot: it first reads double-quoted names that are no column of the database as the strings SQLite takes
 them for (``name = "Paris"``), then lets sqlglot translate functions and syntax, then :func:`portable`.
 
-:func:`portable` carries a drafted query over habits that PostgreSQL refuses where each has a single
-meaning: an output alias named in ``WHERE`` or ``HAVING`` (SQLite and DuckDB resolve it), a division by a
-value that is zero on some row (SQLite and DuckDB give NULL; PostgreSQL aborts the query), a date
-function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column that stores timestamps as text, and an
-integer column standing alone as a condition (``CASE WHEN enabled``: SQLite and DuckDB read a nonzero
-number as true; PostgreSQL wants a boolean), and a column selected in a grouped query that is neither
-grouped nor aggregated (SQLite takes it from some row of the group; PostgreSQL and DuckDB refuse it), and
-a subquery compared as a value that returns several rows (SQLite takes the first; they refuse).
+:func:`portable` carries a drafted query over SQLite habits that another engine refuses, where each has a
+single meaning:
+
+* an output alias named in ``WHERE`` or ``HAVING`` (PostgreSQL refuses; SQLite and DuckDB resolve it);
+* a division by a value that is zero on some row (SQLite and DuckDB give NULL; PostgreSQL aborts);
+* a date function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column storing timestamps as text
+  (PostgreSQL refuses);
+* an integer column standing alone as a condition, ``CASE WHEN enabled`` (PostgreSQL wants a boolean);
+* a selected column neither grouped nor aggregated in a grouped query (SQLite takes it from some row of
+  the group; PostgreSQL and DuckDB refuse);
+* a subquery compared as a value that returns several rows (SQLite takes the first; both refuse).
 """
 
 from __future__ import annotations
