@@ -39,18 +39,20 @@ def main() -> int:
         mine = [r for r in records if r["program"] == program and r["question"] in questions]
         changed = []
         right_here = 0
+        dialect = "?"
         for record in mine:
-            source = open_source(database_target(args.data, record["db_id"]))
+            target = database_target(args.data, record["db_id"])
+            source = open_source(target)
+            dialect = source.dialect
             try:
-                query, error = source.runnable(transpile_gold(record["query"], source.dialect, source.column_names)), None
+                query, error = source.runnable(transpile_gold(record["query"], dialect, source.column_names)), None
             except TranspileError as exc:
                 query, error = "", str(exc)
-            verdict = compare_execution(query, record["gold"], database_target(args.data, record["db_id"]))
+            verdict = compare_execution(query, record["gold"], target)
             right_here += verdict.match
             if verdict.match != bool(record["correct"]):
                 changed.append({"question": record["question"], "sqlite": record["correct"], "here": verdict.match,
                                 "query": query, "error": error or verdict.pred_error})
-        dialect = open_source(database_target(args.data, mine[0]["db_id"])).dialect if mine else "?"
         print(f"{program}: {len(mine)} questions; right on SQLite {sum(bool(r['correct']) for r in mine)}, "
               f"the same queries on {dialect} {right_here}; verdicts changed {len(changed)}")
         for row in changed:

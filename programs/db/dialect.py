@@ -197,7 +197,7 @@ def _compare_integer_conditions(tree: exp.Expression, integer_columns: set[str])
     for kind, place in _CONDITION_PLACES:
         for node in list(tree.find_all(kind)):
             condition = node.args.get(place)
-            column = condition.unnest() if isinstance(condition, exp.Paren) else condition
+            column = condition.unnest() if condition is not None else None  # the condition without its parentheses
             if isinstance(column, exp.Column) and column.name.lower() in integer_columns:
                 condition.replace(exp.Paren(this=exp.NEQ(this=column.copy(), expression=exp.Literal.number(0))))
                 compared = True
@@ -220,7 +220,7 @@ def _aggregate_bare_columns(tree: exp.Expression) -> bool:
                 or _is_grouped(value, projection, index, group.expressions)
             ):
                 continue
-            name = projection.alias if isinstance(projection, exp.Alias) else value.name if isinstance(value, exp.Column) else ""
+            name = projection.alias_or_name if isinstance(projection, exp.Alias | exp.Column) else ""
             minimum = exp.Min(this=value.copy())
             projection.replace(exp.alias_(minimum, name, quoted=False) if name else minimum)
             changed = True
