@@ -152,11 +152,15 @@ def test_a_column_neither_grouped_nor_aggregated_is_read_through_min_on_postgres
     assert portable(bare, "postgres") == "SELECT i.number, MIN(i.total) AS total FROM invoices AS i GROUP BY i.number"
     on_off = "SELECT o.name, CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END AS state FROM o JOIN f ON o.id = f.o GROUP BY o.name"
     assert "MIN(CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END) AS state" in portable(on_off, "postgres")
+    beside = "SELECT o.name, SUM(i.total) / c.rate AS net FROM o JOIN i ON i.o = o.id JOIN c ON o.c = c.id GROUP BY o.name"
+    assert "SUM(i.total) / NULLIF(MIN(c.rate), 0) AS net" in portable(beside, "postgres")  # the bare column alone
+    assert "SUM(i.total) / MIN(c.rate) AS net" in portable(beside, "duckdb")
     grouped = [
         "SELECT name, MAX(score) FROM t GROUP BY class",  # SQLite takes name from the row with the highest score
         "SELECT t.class AS c, t.name, COUNT(*) FROM t GROUP BY c, 2",  # an output alias and a position
         "SELECT UPPER(name), COUNT(*) FROM t GROUP BY UPPER(name)",
         "SELECT a, a * 2, 1 + 2 FROM t GROUP BY a",
+        "SELECT a, COUNT(b) * a, SUM(b) - COUNT(*) FROM t GROUP BY a",  # beside an aggregate, grouped or aggregated
     ]
     assert [portable(sql, "postgres") for sql in grouped] == grouped
     assert portable(bare, "sqlite") == bare
@@ -303,6 +307,9 @@ def test_an_agent_answers_from_a_postgres_url_and_a_hostile_answer_is_refused(po
      "(default_enabled <> 0)"),  # an integer 0/1 column as a condition
     ("SELECT p.organization_id, o.name, COUNT(*) FROM projects AS p JOIN organizations AS o ON o.id = p.organization_id"
      " GROUP BY p.organization_id ORDER BY p.organization_id", "MIN(o.name) AS name"),  # neither grouped nor aggregated
+    ("SELECT o.name, SUM(i.total_cents) / c.vat_rate AS per_rate FROM organizations AS o JOIN invoices AS i"
+     " ON i.organization_id = o.id JOIN countries AS c ON c.code = o.country_code GROUP BY o.name ORDER BY o.name",
+     "MIN(c.vat_rate)"),  # the same, beside an aggregate
 ])
 def test_a_draft_sqlite_accepts_and_postgres_refuses_runs_on_postgres_as_on_sqlite(
     postgres: Server, sql: str, rewritten: str

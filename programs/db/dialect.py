@@ -12,8 +12,8 @@ single meaning:
 * a date function (``EXTRACT``, ``DATE_TRUNC``, ``TO_CHAR``) over a column storing timestamps as text
   (PostgreSQL refuses);
 * an integer column standing alone as a condition, ``CASE WHEN enabled`` (PostgreSQL wants a boolean);
-* a selected column neither grouped nor aggregated in a grouped query (SQLite takes it from some row of
-  the group; PostgreSQL and DuckDB refuse);
+* a selected column neither grouped nor aggregated in a grouped query, alone or beside an aggregate
+  (SQLite takes it from some row of the group; PostgreSQL and DuckDB refuse);
 * a subquery compared as a value that returns several rows (SQLite takes the first; both refuse).
 """
 
@@ -112,7 +112,8 @@ def portable(
     takes from the extreme row), a selected expression that reads a column but is neither grouped nor
     aggregated is read through ``MIN`` under its own name (``SELECT i.total FROM i GROUP BY i.number`` ->
     ``SELECT MIN(i.total) AS total ...``): the same value wherever the group determines it, and otherwise
-    one of the group's values, as on SQLite. A subquery compared as a value (``id = (SELECT ...)``) that
+    one of the group's values, as on SQLite. Such a column beside an aggregate is read through ``MIN`` alone
+    (``SUM(i.total) / c.rate`` -> ``SUM(i.total) / MIN(c.rate)``). A subquery compared as a value (``id = (SELECT ...)``) that
     has no ``LIMIT`` and may return several rows (it is not an ungrouped aggregate) gets ``LIMIT 1``:
     SQLite's value for it is its first row.
 
@@ -205,46 +206,61 @@ def _compare_integer_conditions(tree: exp.Expression, integer_columns: set[str])
 
 
 def _aggregate_bare_columns(tree: exp.Expression) -> bool:
-    """Read through MIN, in place, each selected expression of a grouped SELECT that names a column but is
-    neither grouped nor aggregated (see :func:`portable`); True if any was."""
+    """Read through MIN, in place, what each grouped SELECT selects outside any aggregate without grouping
+    it (see :func:`portable`); True if anything was."""
     changed = False
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
         if group is None or any(p.find(exp.Min, exp.Max) for p in select.expressions):
             continue
+        keys = group.expressions
         for index, projection in enumerate(select.expressions, start=1):
             value = projection.this if isinstance(projection, exp.Alias) else projection
-            if (
-                value.find(exp.Column) is None
-                or value.find(exp.AggFunc, exp.Window, exp.Subquery) is not None
-                or _is_grouped(value, projection, index, group.expressions)
-            ):
+            if value.find(exp.Window, exp.Subquery) is not None or _is_group_key(value, projection, index, keys):
                 continue
-            name = projection.alias_or_name if isinstance(projection, exp.Alias | exp.Column) else ""
-            minimum = exp.Min(this=value.copy())
-            projection.replace(exp.alias_(minimum, name, quoted=False) if name else minimum)
+            bare = [c for c in value.find_all(exp.Column) if not _inside_aggregate(c, value) and not _is_grouped(c, keys)]
+            if not bare:
+                continue
+            if value.find(exp.AggFunc) is None:  # the whole expression comes from one row of the group
+                name = projection.alias_or_name if isinstance(projection, exp.Alias | exp.Column) else ""
+                minimum = exp.Min(this=value.copy())
+                projection.replace(exp.alias_(minimum, name, quoted=False) if name else minimum)
+            else:  # beside an aggregate (SUM(t) / c.rate): each bare column alone
+                for column in bare:
+                    column.replace(exp.Min(this=column.copy()))
             changed = True
     return changed
 
 
-def _is_grouped(value: exp.Expression, projection: exp.Expression, index: int, keys: list[exp.Expression]) -> bool:
-    """Whether the ``index``-th projection is a GROUP BY key (the same expression, its output alias or its
-    position), or every column it reads is one."""
+def _is_group_key(value: exp.Expression, projection: exp.Expression, index: int, keys: list[exp.Expression]) -> bool:
+    """Whether the ``index``-th projection is a GROUP BY key: the same expression, its output alias or its position."""
     alias = projection.alias.lower() if isinstance(projection, exp.Alias) else None
-    for key in keys:
-        if isinstance(key, exp.Literal) and not key.is_string and key.this == str(index):
-            return True
-        if key == value or (alias and isinstance(key, exp.Column) and not key.table and key.name.lower() == alias):
-            return True
-    grouped = [k for k in keys if isinstance(k, exp.Column)]
-    return all(
-        any(
-            key.name.lower() == column.name.lower()
-            and (not key.table or not column.table or key.table.lower() == column.table.lower())
-            for key in grouped
-        )
-        for column in value.find_all(exp.Column)
+    return any(
+        (isinstance(key, exp.Literal) and not key.is_string and key.this == str(index))
+        or key == value
+        or (alias is not None and isinstance(key, exp.Column) and not key.table and key.name.lower() == alias)
+        for key in keys
     )
+
+
+def _is_grouped(column: exp.Column, keys: list[exp.Expression]) -> bool:
+    """Whether ``column`` is a GROUP BY key (by name, and by table where both name one)."""
+    return any(
+        isinstance(key, exp.Column)
+        and key.name.lower() == column.name.lower()
+        and (not key.table or not column.table or key.table.lower() == column.table.lower())
+        for key in keys
+    )
+
+
+def _inside_aggregate(node: exp.Expression, top: exp.Expression) -> bool:
+    """Whether an aggregate function lies between ``node`` and ``top`` (its ancestor)."""
+    parent = node.parent
+    while parent is not None and parent is not top.parent:
+        if isinstance(parent, exp.AggFunc):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _first_row_of_compared_subqueries(tree: exp.Expression) -> bool:
