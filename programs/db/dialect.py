@@ -112,10 +112,10 @@ def portable(
     takes from the extreme row), a selected expression that reads a column but is neither grouped nor
     aggregated is read through ``MIN`` under its own name (``SELECT i.total FROM i GROUP BY i.number`` ->
     ``SELECT MIN(i.total) AS total ...``): the same value wherever the group determines it, and otherwise
-    one of the group's values, as on SQLite. Such a column beside an aggregate is read through ``MIN`` alone
-    (``SUM(i.total) / c.rate`` -> ``SUM(i.total) / MIN(c.rate)``). A subquery compared as a value (``id = (SELECT ...)``) that
-    has no ``LIMIT`` and may return several rows (it is not an ungrouped aggregate) gets ``LIMIT 1``:
-    SQLite's value for it is its first row.
+    one of the group's values, as on SQLite. Such a column beside an aggregate is read through ``MIN``
+    alone (``SUM(i.total) / c.rate`` -> ``SUM(i.total) / MIN(c.rate)``). A subquery compared as a value
+    (``id = (SELECT ...)``) that has no ``LIMIT`` and may return several rows (it is not an ungrouped
+    aggregate) gets ``LIMIT 1``: SQLite's value for it is its first row.
 
     Rewriting a rewritten query changes nothing more. ``sql`` comes back unchanged when nothing is
     rewritten or it does not parse.
@@ -218,7 +218,7 @@ def _aggregate_bare_columns(tree: exp.Expression) -> bool:
             value = projection.this if isinstance(projection, exp.Alias) else projection
             if value.find(exp.Window, exp.Subquery) is not None or _is_group_key(value, projection, index, keys):
                 continue
-            bare = [c for c in value.find_all(exp.Column) if not _inside_aggregate(c, value) and not _is_grouped(c, keys)]
+            bare = [c for c in value.find_all(exp.Column) if not _in_aggregate(c) and not _is_grouped(c, keys)]
             if not bare:
                 continue
             if value.find(exp.AggFunc) is None:  # the whole expression comes from one row of the group
@@ -243,6 +243,11 @@ def _is_group_key(value: exp.Expression, projection: exp.Expression, index: int,
     )
 
 
+def _in_aggregate(column: exp.Column) -> bool:
+    """Whether ``column`` is read inside an aggregate function of its own SELECT."""
+    return isinstance(column.find_ancestor(exp.AggFunc, exp.Select), exp.AggFunc)
+
+
 def _is_grouped(column: exp.Column, keys: list[exp.Expression]) -> bool:
     """Whether ``column`` is a GROUP BY key (by name, and by table where both name one)."""
     return any(
@@ -251,16 +256,6 @@ def _is_grouped(column: exp.Column, keys: list[exp.Expression]) -> bool:
         and (not key.table or not column.table or key.table.lower() == column.table.lower())
         for key in keys
     )
-
-
-def _inside_aggregate(node: exp.Expression, top: exp.Expression) -> bool:
-    """Whether an aggregate function lies between ``node`` and ``top`` (its ancestor)."""
-    parent = node.parent
-    while parent is not None and parent is not top.parent:
-        if isinstance(parent, exp.AggFunc):
-            return True
-        parent = parent.parent
-    return False
 
 
 def _first_row_of_compared_subqueries(tree: exp.Expression) -> bool:
