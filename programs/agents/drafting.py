@@ -16,6 +16,7 @@ from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import clean_sql
 from text2sql_dspy.programs.llm.factory import supports_logprobs
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
+from text2sql_dspy.programs.progress import emit
 
 __all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql", "logprob_config"]
 
@@ -63,6 +64,7 @@ def draft_sql(
         config.update(temperature=temperature, seed=seed, rollout_id=seed)
     if source is not None and predictor.demos:
         inputs["demos"] = [d for d in predictor.demos if source.names_only_its_own(str(d.get("sql") or ""))]
+    emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)
     if pred is None:

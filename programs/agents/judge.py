@@ -16,6 +16,7 @@ import dspy
 from text2sql_dspy.programs.agents.drafting import FIELD_END, logprob_config
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.agents.thresholds import LOW_SCORE
+from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_of_true, reply_tokens
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
@@ -38,6 +39,7 @@ def judge_sql(
     the caller decides whether to degrade. ``context`` holds further inputs of a judging signature
     that has them (``table_schemas``, say).
     """
+    emit("judging", sql=sql)
     inputs = {**context, "question": question, "sql_query": sql, "execution_result": execution_result}
     verdict = _judge_once(predictor, lm, inputs, max_tokens=VERDICT_MAX_TOKENS, stop=[FIELD_END])
     if explain and verdict.correctness_score < LOW_SCORE and not verdict.issues:

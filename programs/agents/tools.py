@@ -19,6 +19,7 @@ from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.db.execution_facts import ExecutionFacts, facts_of
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import SQLValidator, ValidationResult, clean_sql
+from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.signatures import LLMJudgeOutput
 
@@ -177,6 +178,7 @@ class Toolbox:
     def execute(self, sql: str) -> QueryResult:
         """Run ``sql`` read-only once per question (the result is kept for grouping and judging)."""
         if sql not in self._executions:
+            emit("running", sql=sql)
             database = self.source.database
             self._executions[sql] = (
                 database.execute(sql) if database is not None else QueryResult(error="no database to run the query on")
@@ -293,6 +295,7 @@ class Toolbox:
                 "Submit your best valid query now."
             )
         state.validation_attempts += 1
+        emit("checking", sql=sql)
         result = self.validator.validate(sql)
         state.validation_results.append(result)
         state.generated_queries.append(result.sql)
