@@ -123,7 +123,7 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
     """Answer and score one question; any failure is recorded in the record, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
     try:
-        pred = program(question=example.question, db_id=example.db_id, db_path=example.db_path)
+        pred = program(question=example.question, db_path=example.db_path)
         fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
         record.update(fields)
         steps = pred.get("reasoning_steps") or []
