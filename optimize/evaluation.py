@@ -5,7 +5,7 @@
 
 Every program answers the same questions. Per program it reports execution accuracy, valid-SQL
 rate, judge reliability against execution (agreement, Cohen's kappa, ROC AUC), confidence
-calibration (ECE), latency, LM calls, tokens and cost, and the seeds' agent metrics. It writes
+calibration (ECE), latency, LM calls, tokens and cost, and the V2 card's agent metrics. It writes
 ``results.json``, ``report.md`` and PNG plots to ``--out``. Records are appended to
 ``records.jsonl`` as they finish, so Ctrl-C keeps what is done and a rerun resumes.
 """
