@@ -315,3 +315,23 @@ def test_stored_example_fields() -> None:
     assert [f for f in StoredExample.__dataclass_fields__] == [
         "id", "db_key", "kind", "question", "sql", "origin", "created", "checked",
     ]
+
+
+def test_the_same_database_on_postgresql_keeps_its_pairs(postgres, store: ExampleStore, tmp_path: Path) -> None:  # noqa: ANN001
+    """The bundled database served from PostgreSQL: the same key, and its SQLite gold split goes in transpiled."""
+    from text2sql_dspy.programs.dataset import ensure_bundled_database
+
+    on_sqlite, on_postgres = open_source(ensure_bundled_database()), open_source(postgres.reader_url("saas"))
+    assert database_key(on_postgres) == database_key(on_sqlite)
+    mine = store.add_pair(on_sqlite, "How many users are there?", "SELECT count(*) FROM users")
+    assert store.examples(on_postgres) == [mine]
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    shutil.copy(BUNDLED_DATA / "train.json", folder / "train.json")
+    (folder / "databases.json").write_text(json.dumps({"saas": postgres.reader_url("saas")}))
+    report = store.import_split(folder, "train", progress=False)
+    assert report.added + report.unchanged + len(report.refused) == len(json.loads((folder / "train.json").read_text()))
+    assert report.added > 100 and any(e.checked.startswith("ran read-only on postgres") for e in store.examples(on_postgres))
+    # Refused: only gold queries PostgreSQL itself cannot run (SQLite's JULIANDAY, DATETIME, SUM over a comparison)
+    assert all("invalid for database 'saas': database error: " in reason for _, _, reason in report.refused), report.refused
