@@ -290,6 +290,17 @@ def test_two_processes_adding_at_once_lose_nothing(tiny_db: Path, tmp_path: Path
     assert len({e.id for e in stored}) == 80
 
 
+def test_threads_sharing_one_store_lose_nothing(store: ExampleStore, source: DataSource) -> None:
+    """As a web server's threads share it: every call has its own connection."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [pair(f"thread {t}", i) for t in range(4) for i in range(15)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        added = list(pool.map(lambda job: store.add_pair(source, *job), jobs))
+    assert len({e.id for e in added}) == 60
+    assert sorted(e.question for e in store.examples(source)) == sorted(q for q, _ in jobs)
+
+
 def test_a_process_killed_mid_write_loses_nothing_it_committed(tiny_db: Path, tmp_path: Path) -> None:
     path = tmp_path / "examples.sqlite"
     child = worker(path, tiny_db, "doomed", 10_000)

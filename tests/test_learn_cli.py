@@ -80,7 +80,7 @@ def test_learn_a_split(capsys: pytest.CaptureFixture[str], tiny_db: Path, store_
     [
         (["learn"], 'give one thing to learn: "QUESTION" "SQL", --note TEXT, --file PATH or --split NAME.'),
         (["learn", QUESTION, GOOD_SQL, "--note", "x"], "not pair and note"),
-        (["learn", QUESTION], 'a pair is two arguments, each quoted: "QUESTION" "SQL" (got 1)'),
+        (["learn", QUESTION], 'a pair is a question and its SQL, each quoted: text2sql learn "QUESTION" "SQL".'),
         (["learn", "", GOOD_SQL], "pair refused: the question is empty"),
         (["learn", QUESTION, "DELETE FROM users"], "the SQL is not a read: dangerous operation: DELETE"),
         (["learn", QUESTION, BAD_SQL], "unknown column 'state' (did you mean: status?"),
@@ -107,6 +107,12 @@ def test_user_mistakes_exit_2_with_one_line(
     assert needle in err, err
     if store_path.exists():
         assert ExampleStore(store_path).keys() == {}  # nothing went in
+
+
+def test_a_third_argument_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["learn", QUESTION, GOOD_SQL, "extra"])
+    assert exited.value.code == EXIT_USER_ERROR and "unrecognized arguments: extra" in capsys.readouterr().err
 
 
 def ask(tiny_db: Path, store_path: Path, reply: str, *extra: str) -> int:

@@ -43,7 +43,8 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, db: bool = True) -> 
 
 
 def add_learn_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pair", nargs="*", metavar="QUESTION SQL", help="a question and the SQL that answers it")
+    parser.add_argument("question", nargs="?", help="a question about the database")
+    parser.add_argument("sql", nargs="?", help="the SQL that answers it (one SELECT)")
     parser.add_argument("--note", help="a short note in your words, e.g. 'a failed login is a login_attempts row with success = 0'")
     parser.add_argument("--file", help="a JSON list of {question, sql} or a CSV with question,sql columns")
     parser.add_argument("--split", help="a Spider-format split, e.g. train: each entry goes to its db_id's database")
@@ -52,11 +53,12 @@ def add_learn_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def learn(args: argparse.Namespace) -> int:
-    given = [name for name, value in (("pair", args.pair), ("note", args.note), ("file", args.file), ("split", args.split)) if value or value == ""]
+    named = (("pair", args.question), ("note", args.note), ("file", args.file), ("split", args.split))
+    given = [name for name, value in named if value is not None]
     if len(given) != 1:
         raise ExampleError(f"{LEARN_USAGE}{'' if not given else ', not ' + ' and '.join(given)}.")
-    if given == ["pair"] and len(args.pair) != 2:
-        raise ExampleError(f'a pair is two arguments, each quoted: "QUESTION" "SQL" (got {len(args.pair)}).')
+    if given == ["pair"] and args.sql is None:
+        raise ExampleError('a pair is a question and its SQL, each quoted: text2sql learn "QUESTION" "SQL".')
     if given == ["split"] and (args.db or args.schema):
         raise ExampleError("--split takes no --db or --schema: each entry's db_id names its database in --data.")
     store = ExampleStore(args.examples)
@@ -65,7 +67,7 @@ def learn(args: argparse.Namespace) -> int:
     source = store_source(args)
     if args.file is not None:
         return print_report(store.import_file(source, args.file), store)
-    saved = store.save_note(source, args.note) if args.note is not None else store.save_pair(source, *args.pair)
+    saved = store.save_note(source, args.note) if args.note is not None else store.save_pair(source, args.question, args.sql)
     print(describe_saved(saved, source, store))
     return 0
 
