@@ -67,7 +67,8 @@ def other_database(folder: Path) -> DataSource:
         (QUESTION, "SELEC count(*) FROM users", "syntax error"),
         (QUESTION, "SELECT abs(-9223372036854775808) FROM users", "integer overflow"),
         (QUESTION, FAILS_LATE, "fails to run on database 'tiny': OperationalError: integer overflow"),
-        (QUESTION, "SELECT name FROM projects", "invalid for database 'tiny': unknown table 'projects'"),  # another database's pair
+        # a pair written for another database
+        (QUESTION, "SELECT name FROM projects", "invalid for database 'tiny': unknown table 'projects'"),
     ],
 )
 def test_a_bad_pair_is_refused_with_its_reason_and_changes_nothing(
@@ -102,8 +103,9 @@ def test_without_a_database_a_pair_is_checked_statically_and_says_so(store: Exam
 
 
 def test_a_correction_replaces_the_sql_of_the_same_question(store: ExampleStore, source: DataSource) -> None:
-    first = store.add_pair(source, "How many users have failed to log in?", "SELECT count(*) FROM login_attempts WHERE success = 0")
-    again = store.save_pair(source, "How many users have failed to log in?", "SELECT count(*) FROM login_attempts WHERE success = 0")
+    question, sql = "How many users have failed to log in?", "SELECT count(*) FROM login_attempts WHERE success = 0"
+    first = store.add_pair(source, question, sql)
+    again = store.save_pair(source, question, sql)
     assert again.outcome == "unchanged" and again.example == first
     fixed_sql = "SELECT count(DISTINCT user_id) FROM login_attempts WHERE success = 0"
     fixed = store.save_pair(source, "how many users have  failed to log in", fixed_sql, origin="confirmed")
@@ -169,7 +171,10 @@ def test_the_key_is_the_same_on_duckdb(tiny_db: Path, source: DataSource, tmp_pa
 def test_export_then_import_round_trip(store: ExampleStore, source: DataSource, tmp_path: Path) -> None:
     store.add_pair(source, QUESTION, GOOD_SQL)
     store.add_note(source, "a failed login is a login_attempts row with success = 0", origin="confirmed")
-    store.add_pair(source, "Which organizations are on the Business plan?", "SELECT name FROM organizations WHERE plan = 'Business'", origin="train")
+    store.add_pair(
+        source, "Which organizations are on the Business plan?", "SELECT name FROM organizations WHERE plan = 'Business'",
+        origin="train",
+    )
     exported = tmp_path / "out" / "pairs.json"
     assert store.export(source, exported) == 3
     fresh = ExampleStore(tmp_path / "fresh.sqlite")
@@ -183,7 +188,9 @@ def test_export_then_import_round_trip(store: ExampleStore, source: DataSource, 
     assert fresh.import_file(source, exported).unchanged == 3  # a second import changes nothing
 
 
-def test_json_and_csv_files_import_the_good_rows_and_list_the_refused(store: ExampleStore, source: DataSource, tmp_path: Path) -> None:
+def test_json_and_csv_files_import_the_good_rows_and_list_the_refused(
+    store: ExampleStore, source: DataSource, tmp_path: Path
+) -> None:
     rows = [
         {"question": QUESTION, "query": GOOD_SQL},  # Spider's "query" works as well as "sql"
         {"question": "Which users never logged in?", "sql": "SELECT full_name FROM users WHERE last_login_at IS NULL"},
@@ -272,7 +279,9 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tiny_db: Path, tmp
 
 def worker(store_path: Path, db: Path, prefix: str, count: int, go: Path | None = None) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "tests.store_worker", str(store_path), str(db), prefix, str(count)]
-    return subprocess.Popen([*argv, *([str(go)] if go else [])], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*argv, *([str(go)] if go else [])], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_two_processes_adding_at_once_lose_nothing(tiny_db: Path, tmp_path: Path) -> None:

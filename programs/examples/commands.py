@@ -45,7 +45,9 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, db: bool = True) -> 
 def add_learn_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", nargs="?", help="a question about the database")
     parser.add_argument("sql", nargs="?", help="the SQL that answers it (one SELECT)")
-    parser.add_argument("--note", help="a short note in your words, e.g. 'a failed login is a login_attempts row with success = 0'")
+    parser.add_argument(
+        "--note", help="a short note in your words, e.g. 'a failed login is a login_attempts row with success = 0'"
+    )
     parser.add_argument("--file", help="a JSON list of {question, sql} or a CSV with question,sql columns")
     parser.add_argument("--split", help="a Spider-format split, e.g. train: each entry goes to its db_id's database")
     parser.add_argument("--data", default=str(BUNDLED_DATA), help="Spider-format folder for --split (default: the bundled data/)")
@@ -89,10 +91,13 @@ def examples(args: argparse.Namespace) -> int:
     store, source = ExampleStore(args.examples), store_source(args)
     if args.action == "export":
         count = store.export(source, args.path)
-        print(f"wrote {count} example(s) of database {source.db_id!r} to {args.path}; read them back with: text2sql learn --file {args.path}")
+        print(f"wrote {count} example(s) of database {source.db_id!r} to {args.path}; "
+              f"read them back with: text2sql learn --file {args.path}")
     elif args.action == "delete":
         if not store.delete(source, args.id):
-            raise ExampleError(f"database {source.db_id!r} has no example #{args.id} in {store.path}. 'text2sql examples list' shows the ids.")
+            raise ExampleError(
+                f"database {source.db_id!r} has no example #{args.id} in {store.path}. 'text2sql examples list' shows the ids."
+            )
         print(f"deleted example #{args.id} of database {source.db_id!r}")
     elif args.json:
         print(json.dumps([asdict(e) for e in store.examples(source, args.kind)], indent=2, ensure_ascii=False))
@@ -155,5 +160,10 @@ def _same_db_id(key: str, db_id: str) -> bool:
     return key.startswith(prefix) and len(key) == len(prefix) + KEY_DIGITS
 
 
-LEARN = Command("learn", "store a verified question -> SQL pair or a note for a database (or import a file or split)", add_learn_arguments, learn)
-EXAMPLES = Command("examples", "list, export or delete the stored pairs and notes of a database", add_examples_arguments, examples)
+LEARN = Command(
+    "learn", "store a verified question -> SQL pair or a note for a database (or import a file or split)",
+    add_learn_arguments, learn,
+)
+EXAMPLES = Command(
+    "examples", "list, export or delete the stored pairs and notes of a database", add_examples_arguments, examples
+)

@@ -55,7 +55,9 @@ class ImportReport:
 
     def absorb(self, other: ImportReport) -> None:
         """Add ``other``'s counts to this report (one database's import into a split's)."""
-        self.added, self.merged, self.unchanged = self.added + other.added, self.merged + other.merged, self.unchanged + other.unchanged
+        self.added += other.added
+        self.merged += other.merged
+        self.unchanged += other.unchanged
         self.refused.extend(other.refused)
         self.keys.update(other.keys)
 
@@ -115,7 +117,9 @@ def _csv_records(path: Path, text: str) -> list[dict[str, Any]]:
     reader = csv.DictReader(text.splitlines())
     names = {(name or "").strip().lower() for name in reader.fieldnames or []}
     if "question" not in names or not names & {"sql", "query"}:
-        raise ExampleError(f"{path} needs a header row naming question and sql columns (found {sorted(names)}). Give {FILE_FORMAT}.")
+        raise ExampleError(
+            f"{path} needs a header row naming question and sql columns (found {sorted(names)}). Give {FILE_FORMAT}."
+        )
     return [{(k or "").strip().lower(): v for k, v in row.items()} for row in reader]
 
 
