@@ -208,6 +208,7 @@ class ExampleStore:
     # -- the file -------------------------------------------------------------------------------
 
     def _create(self) -> None:
+        """Make the file a store if it is not one yet (WAL, the table); a store already made is only checked."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -219,7 +220,9 @@ class ExampleStore:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > STORE_VERSION:
                 raise ExampleError(f"{self.path} was written by a newer text2sql-dspy (store version {version}). Upgrade it.")
-            conn.execute("PRAGMA journal_mode = WAL")
+            if "examples" in tables and version == STORE_VERSION:
+                return
+            conn.execute("PRAGMA journal_mode = WAL")  # kept in the file: every later connection uses it
         with self._write() as conn:
             conn.execute(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
