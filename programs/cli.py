@@ -1,9 +1,9 @@
-"""The ``text2sql`` command: ``ask``, ``compile`` and ``evaluate``.
+"""The ``text2sql`` command: ``ask``, ``compile``, ``evaluate``, ``learn`` and ``examples``.
 
 ``text2sql ask "question" [--db PATH|URL] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
-[--trace] [--execute] [--save]`` prints the SQL, its confidence and the judge's score (``--save`` stores the
-pair in the example store). ``text2sql learn`` and ``text2sql examples`` live in :mod:`.examples.commands`. ``text2sql compile``
-(also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
+[--trace] [--execute] [--save]`` prints the SQL, its confidence and the judge's score; ``--save`` stores the
+pair in the example store. ``text2sql learn`` and ``text2sql examples`` live in :mod:`.examples.commands`.
+``text2sql compile`` (also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
 :mod:`text2sql_dspy.optimize`. A user's mistake (empty question, missing database, bad model
 string, missing API key) exits 2 with one line that names the fix, never a traceback.
 """
@@ -120,6 +120,10 @@ def ask(args: argparse.Namespace) -> int:
 
     question = check_question(args.question)
     db_path = args.db or str(ensure_bundled_database())
+    if args.save:  # a store that cannot be used fails now, before the model runs
+        from text2sql_dspy.programs.examples.store import ExampleStore
+
+        ExampleStore(args.examples)
     program = make_program(
         args.program,
         db_path=db_path,

@@ -145,6 +145,15 @@ def test_ask_save_refuses_an_answer_that_fails_the_checks(
     assert stored(store_path, tiny_db) == []
 
 
+def test_ask_save_with_an_unusable_store_fails_before_the_model_runs(
+    capsys: pytest.CaptureFixture[str], tiny_db: Path
+) -> None:
+    with dspy.context(lm=DummyLM([])):  # no reply scripted: a model call would fail
+        code = main(["ask", QUESTION, "--db", str(tiny_db), "--save", "--examples", str(tiny_db)])
+    assert code == EXIT_USER_ERROR
+    assert "is a SQLite database but not an example store" in capsys.readouterr().err
+
+
 def test_ask_without_save_touches_no_store(tiny_db: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEXT2SQL_EXAMPLES", str(store_path))
     with dspy.context(lm=DummyLM([draft(GOOD_SQL)])):
