@@ -273,7 +273,7 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tiny_db: Path, tmp
     assert tiny_db.read_bytes() == before
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"\x00garbage" * 512)
-    with pytest.raises(ExampleError, match="cannot use the example store"):
+    with pytest.raises(ExampleError, match="example store .*junk.sqlite: file is not a database"):
         ExampleStore(junk)
 
 

@@ -25,6 +25,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -102,6 +103,7 @@ class ExampleStore:
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self._local = threading.local()
         self._create()
 
     # -- adding ---------------------------------------------------------------------------------
@@ -229,18 +231,31 @@ class ExampleStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; a SQLite error while it is used becomes an :class:`ExampleError`."""
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise ExampleError(f"cannot open the example store {self.path}: {exc}. {_FIX}") from None
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA synchronous = FULL")
-            yield conn
+            yield self._connection()
         except sqlite3.DatabaseError as exc:
             raise ExampleError(f"cannot use the example store {self.path}: {exc}. {_FIX}") from None
-        finally:
+
+    def _connection(self) -> sqlite3.Connection:
+        """One connection per thread and process, kept open: reopening a WAL file costs a checkpoint each time."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            raise ExampleError(f"cannot open the example store {self.path}: {exc}. {_FIX}") from None
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end); the store opens it again if used."""
+        conn, self._local.conn = getattr(self._local, "conn", None), None
+        if conn is not None:
             conn.close()
 
     @contextmanager
