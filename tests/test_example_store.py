@@ -213,11 +213,13 @@ def test_json_and_csv_files_import_the_good_rows_and_list_the_refused(
         f'"{QUESTION}","SELECT count(id) FROM users WHERE status = \'suspended\'"\n'
         '"Who signed in, ever?","SELECT DISTINCT user_id FROM login_attempts WHERE success = 1"\n'
         '"Bad name","SELECT nme FROM organizations"\n'
+        '"On two lines","SELECT name\n  FROM organizations"\n'
     )
     report = store.import_file(source, as_csv, origin="csv")
-    assert (report.added, report.merged, len(report.refused)) == (1, 1, 1)
+    assert (report.added, report.merged, len(report.refused)) == (2, 1, 1)
     assert "unknown column 'nme' (did you mean: name?" in report.refused[0][2]
-    assert store.count(source) == 3
+    assert store.examples(source)[-1].sql == "SELECT name\n  FROM organizations"
+    assert store.count(source) == 4
 
 
 @pytest.mark.parametrize(

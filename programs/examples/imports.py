@@ -10,6 +10,7 @@ header naming ``question`` and ``sql`` (or ``query``) columns. A file that canno
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -114,7 +115,7 @@ def _json_records(path: Path, text: str) -> list[dict[str, Any]]:
 
 
 def _csv_records(path: Path, text: str) -> list[dict[str, Any]]:
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # a quoted cell may hold newlines (SQL on several lines)
     names = {(name or "").strip().lower() for name in reader.fieldnames or []}
     if "question" not in names or not names & {"sql", "query"}:
         raise ExampleError(
@@ -125,7 +126,7 @@ def _csv_records(path: Path, text: str) -> list[dict[str, Any]]:
 
 def _entry(record: dict[str, Any], origin: str) -> Entry:
     kind = "note" if record.get("kind") == "note" else "pair"
-    sql = record.get("sql", record.get("query"))
+    sql = record["sql"] if record.get("sql") is not None else record.get("query")
     return Entry(kind, record.get("question"), sql, str(record.get("origin") or origin))
 
 
