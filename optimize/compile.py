@@ -93,7 +93,7 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     student.selector.exclude_same_question = True  # a training question is never shown its own pair
     metric = make_metric(config.metric, judge_model=config.judge_model, threshold=config.threshold)
     train = _sample(load_split(config.data, config.train_split), config.budget.train_limit, config.seed)
-    dev = load_split(config.data, config.dev_split, limit=config.budget.dev_limit)
+    dev = load_split(config.data, config.dev_split, limit=config.budget.dev_limit) if config.budget.dev_limit else []
     if config.budget.max_labeled_demos:
         train = [with_gold_draft(ex) for ex in train]
 
