@@ -186,7 +186,7 @@ def judge(state: AgentState, sql: str) -> LLMJudgeOutput | None:
         return None
     state.judge_calls += 1
     try:
-        verdict = state.judge(state.question, sql, state.execution_facts(sql).render())  # type: ignore[misc]
+        verdict = state.judge(question=state.question, sql=sql, execution_result=state.execution_facts(sql).render())
     except Exception as exc:  # any failure of the judge's LM degrades V2 to V1, recorded in the result
         state.judge_errors.append(f"{type(exc).__name__}: {exc}")
         return None
