@@ -13,7 +13,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.source import DataSource
-from text2sql_dspy.programs.db.validator import clean_sql
+from text2sql_dspy.programs.db.reply import clean_sql
 from text2sql_dspy.programs.llm.factory import supports_logprobs
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
 from text2sql_dspy.programs.progress import emit

@@ -18,7 +18,8 @@ from text2sql_dspy.programs.retrieval.retriever import TableRetriever, make_retr
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.db.execution_facts import ExecutionFacts, facts_of
 from text2sql_dspy.programs.db.source import DataSource
-from text2sql_dspy.programs.db.validator import SQLValidator, ValidationResult, clean_sql
+from text2sql_dspy.programs.db.reply import clean_sql
+from text2sql_dspy.programs.db.validator import SQLValidator, ValidationResult
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.signatures import LLMJudgeOutput

@@ -1,8 +1,9 @@
 """The tables a query reads, found with sqlglot's scopes: stored tables only, never a CTE's name,
 a derived table or a table-valued function.
 
-A name counts as a stored table exactly where sqlglot's scope sees no CTE of that name, so a CTE
-that shadows a table, or a table named like a CTE of another query level, is told apart.
+A name counts as a stored table exactly where sqlglot's scope sees no CTE of that name (compared
+case-insensitively), so a CTE that shadows a table, or a table named like a CTE of another query
+level, is told apart.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-__all__ = ["DEFAULT_SCHEMAS", "scope_sources", "table_sources", "tables_read"]
+from text2sql_dspy.programs.db.names import normalize_names
+
+__all__ = ["DEFAULT_SCHEMAS", "scope_sources", "stored_tables", "table_sources", "tables_read"]
 
 # Schemas a bare table name lives in, per dialect.
 DEFAULT_SCHEMAS = {"sqlite": frozenset({"main", "temp"}), "postgres": frozenset({"public"}), "duckdb": frozenset({"main"})}
@@ -25,14 +28,14 @@ def tables_read(sql: str, dialect: str = "sqlite") -> set[str]:
     """
     try:
         trees = sqlglot.parse(sql, read=dialect)
-    except (SqlglotError, RecursionError):
+    except (SqlglotError, RecursionError, ValueError):
         return set()
     defaults = DEFAULT_SCHEMAS.get(dialect, frozenset())
     names = set()
     for tree in trees:
         if tree is None:
             continue
-        for table in _stored_tables(tree):
+        for table in stored_tables(normalize_names(tree)):
             db = table.text("db").lower()
             names.add(f"{db}.{table.name.lower()}" if db and db not in defaults else table.name.lower())
     return names
@@ -52,7 +55,14 @@ def scope_sources(scope: Scope) -> list[tuple[str, exp.Table | Scope]]:
     return [(name, scope.sources[name]) for name, _node in scope.references if name in scope.sources]
 
 
-def _stored_tables(tree: exp.Expr) -> list[exp.Table]:
+def stored_tables(tree: exp.Expr) -> list[exp.Table]:
+    """The ``exp.Table`` nodes of ``tree`` that name stored tables, scope by scope.
+
+    Names are matched as they stand in ``tree``: normalize it first (:func:`~.names.normalize_names`)
+    for a CTE called ``Recent`` to be the one ``FROM recent`` reads.
+
+    Where sqlglot cannot build the scopes, every table whose name no CTE of the query takes.
+    """
     try:
         sources = table_sources(traverse_scope(tree))
     except (SqlglotError, RecursionError):  # sqlglot's scope builder refuses some exotic shapes
