@@ -1,7 +1,7 @@
 """Compile a program: run a DSPy optimizer with a metric, save its state and a metadata sidecar.
 
-Budgets are explicit, because every trial is a full agent run: with the embedded model on two
-cores one V2 answer takes 20-60 s. Seeds are fixed, so the same flags pick the same examples.
+Budgets are explicit, because every trial is a full agent run, seconds to a minute on the embedded
+model. Seeds are fixed, so the same flags pick the same examples.
 """
 
 from __future__ import annotations

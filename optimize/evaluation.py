@@ -5,7 +5,7 @@
 
 Every program answers the same questions. Per program it reports execution accuracy, valid-SQL
 rate, judge reliability against execution (agreement, Cohen's kappa, ROC AUC), confidence
-calibration (ECE), latency, LM calls, tokens and cost, and the seeds' agent metrics. It writes
+calibration (ECE), latency, LM calls, tokens and cost, and the V2 card's agent metrics. It writes
 ``results.json``, ``report.md`` and PNG plots to ``--out``. Records are appended to
 ``records.jsonl`` as they finish, so Ctrl-C keeps what is done and a rerun resumes.
 """
@@ -123,7 +123,7 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
     """Answer and score one question; any failure is recorded in the record, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
     try:
-        pred = program(question=example.question, db_id=example.db_id, db_path=example.db_path)
+        pred = program(question=example.question, db_path=example.db_path)
         fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
         record.update(fields)
         steps = pred.get("reasoning_steps") or []

@@ -1,6 +1,6 @@
 """What every text-to-SQL program shares: its database, its LMs, and the shape of its answer.
 
-A program answers ``forward(question, db_id=None, db_path=None)`` with a ``dspy.Prediction``
+A program answers ``forward(question, db_path=None)`` with a ``dspy.Prediction``
 (usable by ``dspy.Evaluate`` and the optimizers) and ``run(question)`` with the same as a plain
 dict. Subclasses implement :meth:`Text2SQLProgram.answer`; this class validates the question,
 opens the database, sets the LM, meters calls, tokens and cost, and times the call.
@@ -80,7 +80,7 @@ class Text2SQLProgram(dspy.Module):
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
 
-    def forward(self, question: str, db_id: str | None = None, db_path: str | None = None) -> dspy.Prediction:
+    def forward(self, question: str, db_path: str | None = None) -> dspy.Prediction:
         question = check_question(question)
         source = self.source(db_path)
         start = time.perf_counter()

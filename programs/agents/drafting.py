@@ -14,18 +14,17 @@ import dspy
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.reply import clean_sql
-from text2sql_dspy.programs.llm.factory import supports_logprobs
+from text2sql_dspy.programs.llm.factory import logprob_config
+from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
 from text2sql_dspy.programs.progress import emit
 
-__all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql", "logprob_config"]
+__all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql"]
 
 # A cap that cuts run-on replies, not answers: the longest gold query in Spider dev and the
 # bundled data is ~130 tokens, and a drafted reply adds ~12 tokens of field markers.
 DRAFT_MAX_TOKENS = 320
 NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropic)
-TOP_LOGPROBS = 5
-FIELD_END = "\n\n[["  # where ChatAdapter starts the next field (or its completion marker): stop there
 
 
 @dataclass(frozen=True)
@@ -35,13 +34,6 @@ class Draft:
     sql: str
     confidence: float
     error: str | None = None
-
-
-def logprob_config(lm: Any, **config: Any) -> dict[str, Any]:
-    """LM call options: ``config`` plus token log-probabilities where ``lm`` can return them."""
-    if supports_logprobs(lm):
-        config.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-    return config
 
 
 def draft_sql(

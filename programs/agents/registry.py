@@ -40,7 +40,7 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
     cls = PROGRAMS.get(kind)
     if cls is None:
         raise ConfigurationError(f"unknown program {spec!r}: use one of {', '.join(PROGRAMS)}, or a compiled .json path.")
-    if cls is not ReActAgentV2:
+    if not issubclass(cls, ReActAgent):  # only the agents take a judge
         for key in ("judge_model_id", "judge_lm", "max_judge_calls"):
             options.pop(key, None)
     program = cls(**options)

@@ -12,10 +12,10 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
 from text2sql_dspy.programs.db.policy import ALARM_WORDS, QUERY_START_WORDS, SQL_START_WORDS, WRITE_KEYWORDS
+from text2sql_dspy.programs.llm.fields import FIELD_OPEN
 
 __all__ = ["clean_sql"]
 
-_FIELD_MARKER = "[[ ## "  # how DSPy's ChatAdapter opens a field; SQLite would read it as a [quoted] alias
 _TAG_LINES = frozenset({"sql", "sqlite", "sql:", "query:", "sql query:"})
 
 
@@ -29,7 +29,7 @@ def clean_sql(text: str) -> str:
     if not isinstance(text, str):
         return ""
     body = text.replace("\r\n", "\n").replace("\r", "\n")
-    body = body.split(_FIELD_MARKER, 1)[0].strip()  # a DSPy field marker the model wrote after the SQL
+    body = body.split(FIELD_OPEN, 1)[0].strip()  # a field marker the model wrote after the SQL (SQLite would read a [quoted] alias)
     body = _unfence(body)
     body = _drop_leading_prose(body)
     body = _drop_trailing_prose(body)

@@ -288,8 +288,8 @@ class SemanticRetriever:
 
     ``score = (1 - keyword_weight) * cosine + keyword_weight * keyword`` where cosine is clipped
     to [0, 1] and keyword is :meth:`KeywordRetriever.scores` (BM25 over its upper bound). With
-    ``keyword_weight=0`` the retriever is purely semantic. The default blend, 0.5/0.5, measured
-    best on the bundled SaaS questions and Spider (``benchmarks/bench_retrieval.py``).
+    ``keyword_weight=0`` the retriever is purely semantic. The default blend is 0.5/0.5
+    (``benchmarks/bench_retrieval.py`` compares blends).
     """
 
     def __init__(
@@ -369,8 +369,8 @@ def _limit_torch_threads() -> None:
     """Run torch on :data:`EMBED_THREADS` intra-op threads (never more than the CPUs we may use).
 
     Embedding one question is a few milliseconds of work: extra threads gain nothing, and when
-    the cores are busy (the local LLM decoding next to us) two OpenMP threads waiting on each
-    other took ~500 ms per query against ~17 ms for one (measured with llama.cpp running).
+    the cores are busy (the local LLM decoding next to us) OpenMP threads waiting on each other
+    make it far slower.
     """
     import torch
 
