@@ -7,6 +7,12 @@ subquery can see. What a derived table or CTE exposes is read off its projection
 names them: ``*`` expanded, an unnamed expression (``count(*)``) making the list open-ended, so
 that nothing is reported that the database would accept.
 
+sqlglot's own column lookups (``Resolver.get_source_columns``, ``Scope.columns``,
+``Scope.external_columns``) expect a query that ``qualify`` has already rewritten: before that they
+raise on a repeated source name, name ``CAST(a AS TEXT)`` ``a``, leave ``*`` unexpanded, drop an
+unqualified HAVING column and count every unqualified column of a subquery as the outer query's.
+So projections are read here, and only the parts that hold on a query as written are sqlglot's.
+
 Every unknown or ambiguous name is reported, each with "did you mean" and the real column lists.
 Names are compared lower-cased (:func:`~.names.normalize_names` runs first) and shown as written.
 """
@@ -157,7 +163,8 @@ class _Query:
             return
         sources = scope_sources(scope)
         by_name = dict(sources)
-        outer = [s for resolver in Resolver(scope, self.schema).outer_resolvers() for s in scope_sources(resolver.scope)]
+        enclosing = [resolver.scope for resolver in Resolver(scope, self.schema).outer_resolvers()]  # nearest first
+        outer = [source for parent in enclosing for source in scope_sources(parent)]
         aliases = {item.alias.lower() for item in query.expressions if isinstance(item, exp.Alias) and item.alias}
         shared = _using_columns(query)
         natural = any((j.method or "").upper() == "NATURAL" for j in query.args.get("joins") or [])
@@ -206,7 +213,7 @@ class _Query:
                 continue  # SQLite sees result aliases in ON/WHERE/GROUP BY/HAVING/ORDER BY, not in the list
             if name in self.schema.system_columns and any(isinstance(s, exp.Table) for _, s in sources):
                 continue
-            if self._resolves_outside(scope, name):
+            if self._resolves_outside(scope, enclosing, name):
                 continue
             if self.schema.dialect_name == "sqlite" and column.this.quoted and _quote_char(column.this, self.sql) == '"':
                 # SQLite reads an unknown double-quoted name as a string. As a value (x = "Paris")
@@ -234,10 +241,9 @@ class _Query:
                     f"order by one of: {', '.join(sorted(names))}",
                 )
 
-    def _resolves_outside(self, scope: Scope, name: str) -> bool:
-        """A correlated reference: ``name`` is a column of a source of an enclosing query."""
-        for resolver in Resolver(scope, self.schema).outer_resolvers():
-            parent = resolver.scope
+    def _resolves_outside(self, scope: Scope, enclosing: list[Scope], name: str) -> bool:
+        """A correlated reference: ``name`` is a column of a source (or a result alias) of an enclosing query."""
+        for parent in enclosing:
             for _, source in scope_sources(parent):
                 cols, complete = self.columns_of(source)
                 if name in cols or not complete:
