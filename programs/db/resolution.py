@@ -45,7 +45,7 @@ def check_names(tree: exp.Expr, sql: str, schema: CatalogSchema, found: Findings
     if not scopes:
         found.warn("could not check table and column names (no query scope)")
         return
-    _Query(schema, sql, found).check(tree, scopes)
+    _Query(schema, sql, found).check(scopes)
 
 
 class _Query:
@@ -58,13 +58,12 @@ class _Query:
         self.say = NameMessages(schema, sql, self.columns_of)
         self._columns: dict[int, Columns] = {}
 
-    def check(self, tree: exp.Expr, scopes: list[Scope]) -> None:
-        position = {id(t): _position(t) for t in tree.find_all(exp.Table)}
+    def check(self, scopes: list[Scope]) -> None:
         read = []
         for table in table_sources(scopes):
             real = self._check_table(table)
             if real is not None:
-                read.append((position.get(id(table), 0), real))
+                read.append((_position(table), real))
         for _, real in sorted(read):
             self.found.read(real)
         for scope in scopes:
