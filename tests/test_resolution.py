@@ -16,7 +16,9 @@ from text2sql_dspy.programs.db.resolution import check_names
 CATALOG = Catalog(
     db_id="shop",
     tables=[
-        Table(name="Users", columns=[Column(name="id"), Column(name="Name"), Column(name="org_id"), Column(name="email")]),
+        Table(
+            name="Users", columns=[Column(name="id"), Column(name="Name"), Column(name="org_id"), Column(name="email")]
+        ),
         Table(name="orgs", columns=[Column(name="id"), Column(name="name"), Column(name="country")]),
         Table(name="sales.orders", columns=[Column(name="id"), Column(name="user_id"), Column(name="total")]),
     ],
@@ -125,7 +127,10 @@ def test_check_names(sql: str, errors: list[str], tables: list[str]) -> None:
         ("SELECT value FROM json_each('[1]')", "table-valued function json_each(...): its columns were not checked"),
         ("SELECT name FROM sqlite_master", "reads SQLite's system table sqlite_master: its columns were not checked"),
         ("SELECT x FROM other.t", "table 'other.t' is in another database: not checked"),
-        ('SELECT "Nmae" FROM users', "\"Nmae\" is not a column, so SQLite returns the constant string 'Nmae' there (did you mean: Name?)"),
+        (
+            'SELECT "Nmae" FROM users',
+            "\"Nmae\" is not a column, so SQLite returns the constant string 'Nmae' there (did you mean: Name?)",
+        ),
     ],
 )
 def test_names_that_are_not_checked_are_warnings(sql: str, warning: str) -> None:
@@ -137,4 +142,7 @@ def test_names_that_are_not_checked_are_warnings(sql: str, warning: str) -> None
 def test_unknown_column_lists_the_real_columns_and_their_owners() -> None:
     found = _check("SELECT country FROM users")
     assert found.errors == ["unknown column 'country'"]
-    assert found.suggestions == ["columns of Users: id, Name, org_id, email", "'country' is a column of orgs: join that table to use it"]
+    assert found.suggestions == [
+        "columns of Users: id, Name, org_id, email",
+        "'country' is a column of orgs: join that table to use it",
+    ]

@@ -18,7 +18,11 @@ from text2sql_dspy.programs.db.tables_read import tables_read
         # CTE names are not tables, whatever their case; the tables inside them are
         ("WITH recent AS (SELECT id FROM users) SELECT id FROM recent", "sqlite", {"users"}),
         ("WITH Recent AS (SELECT id FROM users) SELECT id FROM RECENT", "sqlite", {"users"}),
-        ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3) SELECT n FROM c", "sqlite", set()),
+        (
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3) SELECT n FROM c",
+            "sqlite",
+            set(),
+        ),
         # a CTE that shadows a table hides it; the table of the same name inside the CTE is read
         ("WITH users AS (SELECT * FROM users WHERE id > 1) SELECT * FROM users", "sqlite", {"users"}),
         # a CTE is visible only below its WITH: the same name in a sibling query is a table

@@ -40,7 +40,9 @@ class CatalogSchema(MappingSchema):
         self._home = min(self.default_schemas, default="main")  # where bare names live in the mapping
         # catalog key (lower-case ``name`` or ``schema.name``) -> catalog name / column names as declared
         self.table_names: dict[str, str] = {t.name.lower(): t.name for t in catalog.tables}
-        self.column_display: dict[str, tuple[str, ...]] = {t.name.lower(): tuple(t.column_names) for t in catalog.tables}
+        self.column_display: dict[str, tuple[str, ...]] = {
+            t.name.lower(): tuple(t.column_names) for t in catalog.tables
+        }
         self.schemas = {key.rsplit(".", 1)[0] for key in self.table_names if "." in key}
         owners: dict[str, list[str]] = {}
         mapping: dict[str, dict[str, dict[str, str]]] = {}
@@ -61,7 +63,9 @@ class CatalogSchema(MappingSchema):
             return f"{db}.{table.name}"
         return None
 
-    def column_names(self, table: exp.Table | str, only_visible: bool = False, dialect=None, normalize=None) -> list[str]:
+    def column_names(
+        self, table: exp.Table | str, only_visible: bool = False, dialect=None, normalize=None
+    ) -> list[str]:
         """Lower-case column names of ``table`` in declaration order; [] for a table not in the catalog."""
         if isinstance(table, exp.Table):
             key = self.table_key(table) if isinstance(table.this, exp.Identifier) else None

@@ -58,7 +58,9 @@ class NameMessages:
             hints.append("tables/aliases here: " + ", ".join(self._label(n, s) for n, s in by_name.items()))
         found.error(f"unknown table or alias '{shown_q}' in '{shown}'", *hints)
 
-    def ambiguous_column(self, column: exp.Column, matches: list[str], by_name: dict[str, Source], found: Findings) -> None:
+    def ambiguous_column(
+        self, column: exp.Column, matches: list[str], by_name: dict[str, Source], found: Findings
+    ) -> None:
         name = written(column.this, self.sql)
         shown = ", ".join(self._label(n, by_name[n]) for n in matches)
         found.error(
@@ -66,7 +68,9 @@ class NameMessages:
             f"write {matches[0]}.{name} (or the right one of: " + ", ".join(f"{m}.{name}" for m in matches) + ")",
         )
 
-    def unknown_column(self, column: exp.Column, sources: Sources, found: Findings, outer: Sources | None = None) -> None:
+    def unknown_column(
+        self, column: exp.Column, sources: Sources, found: Findings, outer: Sources | None = None
+    ) -> None:
         """Report ``column``; suggest from ``sources`` (listed) and ``outer`` (correlated, not listed)."""
         shown_name = written(column.this, self.sql)
         shown = f"{written(column.args.get('table'), self.sql)}.{shown_name}" if column.table else shown_name
@@ -94,7 +98,7 @@ class NameMessages:
         """The warning for an unknown double-quoted name used as a column, which SQLite reads as a string."""
         hint = did_you_mean(column.name, {c for n, src in sources for c in self._display_columns(n, src)[1]})
         shown = written(column.this, self.sql)
-        return f'"{shown}" is not a column, so SQLite returns the constant string ' f"'{shown}' there" + (
+        return f"\"{shown}\" is not a column, so SQLite returns the constant string '{shown}' there" + (
             f" ({hint})" if hint else ""
         )
 

@@ -29,7 +29,7 @@ def clean_sql(text: str) -> str:
     if not isinstance(text, str):
         return ""
     body = text.replace("\r\n", "\n").replace("\r", "\n")
-    body = body.split(FIELD_OPEN, 1)[0].strip()  # a field marker the model wrote after the SQL (SQLite would read a [quoted] alias)
+    body = body.split(FIELD_OPEN, 1)[0].strip()  # a field marker after the SQL; SQLite would read a [quoted] alias
     body = _unfence(body)
     body = _drop_leading_prose(body)
     body = _drop_trailing_prose(body)

@@ -89,7 +89,9 @@ class _Query:
         if real is not None:
             return real
         if key.startswith("sqlite_"):
-            self.found.warn(f"reads SQLite's system table {written(table.this, self.sql)}: its columns were not checked")
+            self.found.warn(
+                f"reads SQLite's system table {written(table.this, self.sql)}: its columns were not checked"
+            )
             return None
         self.say.unknown_table(table, key, self.found)
         return None
@@ -186,7 +188,11 @@ class _Query:
                     self.say.unknown_qualifier(column, by_name, self.found)
                     continue
                 cols, complete = self.columns_of(source)
-                if name in cols or not complete or (name in self.schema.system_columns and isinstance(source, exp.Table)):
+                if (
+                    name in cols
+                    or not complete
+                    or (name in self.schema.system_columns and isinstance(source, exp.Table))
+                ):
                     continue
                 self.say.unknown_column(column, [(qualifier, source)], self.found)
                 continue
@@ -214,7 +220,11 @@ class _Query:
                 continue
             if self._resolves_outside(scope, enclosing, name):
                 continue
-            if self.schema.dialect_name == "sqlite" and column.this.quoted and _quote_char(column.this, self.sql) == '"':
+            if (
+                self.schema.dialect_name == "sqlite"
+                and column.this.quoted
+                and _quote_char(column.this, self.sql) == '"'
+            ):
                 # SQLite reads an unknown double-quoted name as a string. As a value (x = "Paris")
                 # that is what was meant; as a whole result/sort/group column it is a bad name.
                 if _used_as_column(column, query):

@@ -18,7 +18,11 @@ from text2sql_dspy.programs.db.names import normalize_names
 __all__ = ["DEFAULT_SCHEMAS", "scope_sources", "stored_tables", "table_sources", "tables_read"]
 
 # Schemas a bare table name lives in, per dialect.
-DEFAULT_SCHEMAS = {"sqlite": frozenset({"main", "temp"}), "postgres": frozenset({"public"}), "duckdb": frozenset({"main"})}
+DEFAULT_SCHEMAS = {
+    "sqlite": frozenset({"main", "temp"}),
+    "postgres": frozenset({"public"}),
+    "duckdb": frozenset({"main"}),
+}
 
 
 def tables_read(sql: str, dialect: str = "sqlite") -> set[str]:
