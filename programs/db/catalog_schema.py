@@ -46,9 +46,13 @@ class CatalogSchema(MappingSchema):
         self.schemas = {key.rsplit(".", 1)[0] for key in self.table_names if "." in key}
         owners: dict[str, list[str]] = {}
         mapping: dict[str, dict[str, dict[str, str]]] = {}
+        self._paths: dict[str, exp.Table] = {}  # catalog key -> the table's path in the mapping
         for t in catalog.tables:
             db, _, name = t.name.lower().rpartition(".")
             mapping.setdefault(db or self._home, {})[name] = {c.name.lower(): c.type for c in t.columns}
+            self._paths[t.name.lower()] = exp.Table(
+                this=exp.to_identifier(name), db=exp.to_identifier(db or self._home)
+            )
             for c in t.columns:
                 owners.setdefault(c.name.lower(), []).append(t.name)
         self.column_owners: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in owners.items()}
@@ -69,8 +73,8 @@ class CatalogSchema(MappingSchema):
         """Lower-case column names of ``table`` in declaration order; [] for a table not in the catalog."""
         if isinstance(table, exp.Table):
             key = self.table_key(table) if isinstance(table.this, exp.Identifier) else None
-            if key is None or key not in self.table_names:
+            path = self._paths.get(key) if key is not None else None
+            if path is None:
                 return []
-            db, _, name = key.rpartition(".")
-            table = exp.Table(this=exp.to_identifier(name), db=exp.to_identifier(db or self._home))
+            table = path
         return super().column_names(table, only_visible, dialect, normalize)
