@@ -6,6 +6,7 @@ score its confidence the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +39,14 @@ class Draft:
 
 def draft_sql(
     predictor: dspy.Predict, lm: Any, *, source: DataSource | None = None, temperature: float | None = None,
-    seed: int | None = None, **inputs: Any,
+    seed: int | None = None, examples: Sequence[dspy.Example] = (), **inputs: Any,
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
     Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
     ``source``'s own tables and columns are shown: a demo written over another database teaches a
-    small model names that do not exist here. The reply is cleaned (:func:`~.validator.clean_sql`)
+    small model names that do not exist here. ``examples`` (verified pairs of this database, chosen
+    for this question: :class:`~..examples.selector.ExampleSelector`) follow them. The reply is cleaned (:func:`~.validator.clean_sql`)
     and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
@@ -54,8 +56,11 @@ def draft_sql(
     config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
         config.update(temperature=temperature, seed=seed, rollout_id=seed)
-    if source is not None and predictor.demos:
-        inputs["demos"] = [d for d in predictor.demos if source.names_only_its_own(str(d.get("sql") or ""))]
+    demos = list(predictor.demos)
+    if source is not None and demos:
+        demos = [d for d in demos if source.names_only_its_own(str(d.get("sql") or ""))]
+    if demos or examples:
+        inputs["demos"] = [*demos, *examples]
     emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)

@@ -310,12 +310,7 @@ class SemanticRetriever:
         self._matrix = self._encode(documents) if documents else None
 
     def _encode(self, texts: Sequence[str]):
-        # One encode at a time: a Hugging Face fast tokenizer shared by threads can fail with
-        # "Already borrowed"; a query takes milliseconds, so serialising costs little.
-        with _encode_lock:
-            return self.model.encode(
-                list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-            )
+        return encode_texts(texts, self.model)
 
     def cosine_scores(self, query: str) -> dict[str, float]:
         """Cosine similarity of the query to each table document, clipped to [0, 1]."""
@@ -380,6 +375,19 @@ def _limit_torch_threads() -> None:
     wanted = max(1, min(EMBED_THREADS, cpus))
     if torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)
+
+
+def encode_texts(texts: Sequence[str], model: SentenceTransformer | None = None) -> Any:
+    """Unit-length sentence embeddings of ``texts`` (one row each), by ``model`` or the shared MiniLM.
+
+    One encode at a time: a Hugging Face fast tokenizer shared by threads can fail with "Already
+    borrowed"; a query takes milliseconds, so serialising costs little.
+    """
+    model = model if model is not None else load_embedder()
+    with _encode_lock:
+        return model.encode(
+            list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
 
 
 def load_embedder() -> SentenceTransformer:

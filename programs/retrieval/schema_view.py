@@ -31,6 +31,7 @@ class SchemaView:
     tables: list[str]
     text: str
     whole: bool
+    demos: tuple = ()  # verified question->SQL pairs of this database shown before the question (dspy.Example)
 
 
 def estimated_tokens(text: str) -> int:
