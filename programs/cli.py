@@ -1,4 +1,4 @@
-"""The ``text2sql`` command: ``ask``, ``compile`` and ``evaluate``.
+"""The ``text2sql`` command: ``ask``, ``compile``, ``evaluate`` and ``serve``.
 
 ``text2sql ask "question" [--db PATH|URL] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
 [--trace] [--execute]`` prints the SQL, its confidence and the judge's score. ``text2sql compile``
@@ -69,8 +69,9 @@ def commands() -> list[Command]:
     """Every subcommand, in the order ``--help`` lists them."""
     from text2sql_dspy.optimize.compile_command import COMPILE  # imported here: they import this module
     from text2sql_dspy.optimize.evaluation import EVALUATE
+    from text2sql_dspy.programs.web.serve_command import SERVE
 
-    return [ASK, COMPILE, EVALUATE]
+    return [ASK, COMPILE, EVALUATE, SERVE]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
