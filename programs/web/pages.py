@@ -25,7 +25,8 @@ from text2sql_dspy.programs.web.jobs import Job
 from text2sql_dspy.programs.web.service import Service
 
 router = APIRouter(include_in_schema=False)
-templates = Environment(loader=PackageLoader("text2sql_dspy.programs.web", "templates"), autoescape=select_autoescape())
+templates = Environment(loader=PackageLoader("text2sql_dspy.programs.web", "templates"), autoescape=select_autoescape(),
+                        trim_blocks=True, lstrip_blocks=True)
 templates.filters["cell"] = cell_text
 SAVED_SHOWN = 20
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run a cell that starts so

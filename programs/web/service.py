@@ -75,11 +75,12 @@ class HistoryEntry:
 class Service:
     """Databases, programs, the answer queue, the history and the example store of one server."""
 
-    def __init__(self, config: ServeConfig, *, lm: dspy.LM | None = None):
+    def __init__(self, config: ServeConfig, *, lm: dspy.LM | None = None, program_options: dict[str, Any] | None = None):
         if not config.databases:
             raise ConfigurationError("no database to serve: pass --db PATH|URL (or none, for the bundled database).")
         self.config = config
         self._lm = lm
+        self._program_options = dict(program_options or {})
         self._programs: dict[str, Text2SQLProgram] = {}
         self._lock = threading.Lock()
         self._store: Any = None
@@ -127,7 +128,7 @@ class Service:
     def program(self, spec: str) -> Text2SQLProgram:
         with self._lock:
             if spec not in self._programs:
-                self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm)
+                self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm, **self._program_options)
             return self._programs[spec]
 
     def _answer(self, job: Job) -> Answer:
