@@ -1,0 +1,145 @@
+"""A real browser (Debian's chromium, through selenium and the system chromedriver) asks the embedded model.
+
+Starts ``text2sql serve`` on a free loopback port with a scratch example store, asks the README's
+question on the bundled database, waits for the answer, checks the SQL, the rows and the chart,
+presses "Right" and finds the pair in the store. ``TEXT2SQL_SCREENSHOT=PATH`` keeps a screenshot of
+the answered page there (docs/screenshot-serve.png was made so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+QUESTION = "Find the top 10 users by failed login attempts who have never been blocked"
+ANSWER_WAIT_S = 900  # the embedded model on 2 busy cores; the server's own limit is set to match
+
+pytestmark = [pytest.mark.real_model, pytest.mark.browser]
+
+
+def _missing() -> str | None:
+    for name, path in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)):
+        if not Path(path).is_file():
+            return f"{name} is not installed (apt-get install chromium chromium-driver; .ci/run does)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``text2sql serve`` on a free loopback port, with a scratch store; stopped after the module."""
+    reason = _missing()
+    if reason:
+        pytest.skip(f"browser test skipped: {reason}")
+    store = tmp_path_factory.mktemp("store") / "examples.sqlite"
+    port = free_port()
+    log = (tmp_path_factory.mktemp("log") / "serve.log").open("w")
+    env = {k: v for k, v in os.environ.items() if k != "TEXT2SQL_TOKEN"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "text2sql_dspy.programs.cli", "serve", "--port", str(port), "--examples", str(store),
+         "--timeout", str(ANSWER_WAIT_S)],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert process.poll() is None, f"text2sql serve exited with {process.returncode}; see {log.name}"
+            try:
+                with urllib.request.urlopen(f"{url}/api/health", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "text2sql serve did not come up in 300 s"
+            time.sleep(0.5)
+        yield url, store
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                 "--window-size=1360,1500", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=options)  # no Selenium Manager download
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Path], browser) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, store_path = server
+    browser.get(url + "/")
+    assert browser.title == "text2sql"
+    browser.find_element(By.ID, "question").send_keys(QUESTION)
+    browser.find_element(By.ID, "ask-button").click()
+    WebDriverWait(browser, 30).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#answers .progress li")))
+    answer = WebDriverWait(browser, ANSWER_WAIT_S).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job], #answers article.failed")
+    )[0]
+    assert "failed" not in answer.get_attribute("class"), answer.text
+
+    sql = answer.find_element(By.CSS_SELECTOR, ".sql-text").text
+    assert "login_attempts" in sql and "SELECT" in sql and "LIMIT 10" in sql.upper()
+    rows = answer.find_elements(By.CSS_SELECTOR, ".result table tbody tr")
+    assert 1 <= len(rows) <= 10
+    assert "row" in answer.find_element(By.CSS_SELECTOR, ".result .row-count").text
+    chart = WebDriverWait(browser, 60).until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".chart.drawn svg.main-svg"))
+    assert chart and answer.find_elements(By.CSS_SELECTOR, ".chart.drawn .bars, .chart.drawn .scatterlayer")
+    shot = os.environ.get("TEXT2SQL_SCREENSHOT")
+    if shot:
+        browser.execute_script("window.scrollTo(0, 0)")
+        browser.save_screenshot(shot)
+
+    answer.find_element(By.CSS_SELECTOR, "button.right").click()
+    status = WebDriverWait(browser, 60).until(
+        lambda d: (answer.find_element(By.CSS_SELECTOR, ".teach-status").text or None)
+    )
+    assert status.startswith("Saved as example #"), status
+    WebDriverWait(browser, 30).until(lambda d: "saved" in d.find_element(By.ID, "history").text)
+
+    from text2sql_dspy import bundled_database
+    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.examples.store import ExampleStore
+
+    pairs = ExampleStore(store_path).examples(open_source(bundled_database()), kind="pair")
+    assert [(p.question, p.sql) for p in pairs] == [(QUESTION, answer.get_attribute("data-sql"))]
+    assert pairs[0].origin == "user"
