@@ -1,8 +1,10 @@
-"""The ``text2sql`` command: ``ask``, ``compile``, ``evaluate`` and ``serve``.
+"""The ``text2sql`` command: ``ask``, ``compile``, ``evaluate``, ``learn``, ``examples`` and ``serve``.
 
 ``text2sql ask "question" [--db PATH|URL] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
-[--trace] [--execute]`` prints the SQL, its confidence and the judge's score. ``text2sql compile``
-(also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
+[--trace] [--execute] [--save]`` prints the SQL, its confidence and the judge's score; ``--save`` stores the
+pair in the example store. ``text2sql learn`` and ``text2sql examples`` live in :mod:`.examples.commands`,
+``text2sql serve`` (the web page and JSON API) in :mod:`.web.serve_command`.
+``text2sql compile`` (also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
 :mod:`text2sql_dspy.optimize`. A user's mistake (empty question, missing database, bad model
 string, missing API key) exits 2 with one line that names the fix, never a traceback.
 """
@@ -69,9 +71,10 @@ def commands() -> list[Command]:
     """Every subcommand, in the order ``--help`` lists them."""
     from text2sql_dspy.optimize.compile_command import COMPILE  # imported here: they import this module
     from text2sql_dspy.optimize.evaluation import EVALUATE
+    from text2sql_dspy.programs.examples.commands import EXAMPLES, LEARN
     from text2sql_dspy.programs.web.serve_command import SERVE
 
-    return [ASK, COMPILE, EVALUATE, SERVE]
+    return [ASK, COMPILE, EVALUATE, LEARN, EXAMPLES, SERVE]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,6 +99,8 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("--execute", action="store_true", help="run the query read-only and show the first rows")
     ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    ask.add_argument("--save", action="store_true", help="store the answer as a confirmed pair (same checks as learn)")
+    ask.add_argument("--examples", help="the example store for --save (default: $TEXT2SQL_EXAMPLES or the cache dir)")
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -117,6 +122,10 @@ def ask(args: argparse.Namespace) -> int:
 
     question = check_question(args.question)
     db_path = args.db or str(ensure_bundled_database())
+    if args.save:  # a store that cannot be used fails now, before the model runs
+        from text2sql_dspy.programs.examples.store import ExampleStore
+
+        ExampleStore(args.examples)
     program = make_program(
         args.program,
         db_path=db_path,
@@ -129,7 +138,7 @@ def ask(args: argparse.Namespace) -> int:
     result = program.run(question)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
-        return 0
+        return save_if_asked(args, program.source(db_path), question, result["query"])
     print(result["query"] or "-- no query produced")
     judge = result.get("judge_score")
     line = f"\nconfidence {result['confidence']:.2f}"
@@ -149,6 +158,15 @@ def ask(args: argparse.Namespace) -> int:
     database = program.source(db_path).database
     if args.execute and result["query"] and database is not None:
         print_rows(database.execute(result["query"], max_rows=args.rows))
+    return save_if_asked(args, program.source(db_path), question, result["query"])
+
+
+def save_if_asked(args: argparse.Namespace, source, question: str, sql: str) -> int:  # noqa: ANN001 - DataSource
+    """``ask --save``: store the answered pair (:func:`~.examples.commands.save_answer`); a refusal is a user error."""
+    if args.save:
+        from text2sql_dspy.programs.examples.commands import save_answer
+
+        save_answer(source, question, sql, args.examples)
     return 0
 
 

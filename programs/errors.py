@@ -15,6 +15,7 @@ __all__ = [
     "DatabaseError",
     "SchemaFileError",
     "QuestionError",
+    "ExampleError",
 ]
 
 
@@ -40,3 +41,7 @@ class SchemaFileError(Text2SQLError):
 
 class QuestionError(Text2SQLError):
     """The question is empty or unusable."""
+
+
+class ExampleError(Text2SQLError):
+    """A question -> SQL pair or a note the example store refused, or a store it cannot use."""

@@ -1,0 +1,1 @@
+"""The example store: verified question -> SQL pairs and short notes, kept per database (``text2sql learn``)."""
