@@ -67,14 +67,19 @@ async def ask(body: AskBody, request: Request) -> JSONResponse:
 
 @router.post("/api/examples", status_code=201, summary="Save a question -> SQL pair into the example store")
 def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
-    """The store checks the pair (a read that validates and runs); a refusal is 422 with the reason."""
+    """The store checks the pair (a read that validates and runs); a refusal is 422 with the reason.
+
+    ``outcome``: ``added``, ``merged`` (the stored pair for the same question now has this SQL) or ``unchanged``.
+    """
     service = service_of(request)
     db = body.db or next(iter(service.config.databases))
-    stored = service.store.add_pair(service.source(db), body.question, body.sql, origin="user")
+    saved = service.store.save_pair(service.source(db), body.question, body.sql, origin="user")
+    stored = saved.example
     entry = service.entry(body.job) if body.job else None
     if entry is not None:
         entry.saved.append(stored.id)
-    return {"id": stored.id, "db": db, "question": stored.question, "sql": stored.sql, "origin": stored.origin}
+    return {"id": stored.id, "outcome": saved.outcome, "db": db, "question": stored.question, "sql": stored.sql,
+            "origin": stored.origin, "checked": stored.checked}
 
 
 @router.get("/api/health", summary="Whether the server is up, and how busy its model is")

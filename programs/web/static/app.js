@@ -125,7 +125,8 @@ async function save(article, sql) {
     question: article.dataset.question, sql, db: article.dataset.db, job: article.dataset.job,
   });
   if (response.status === 201) {
-    status.textContent = `Saved as example #${data.id}: the program will learn from it.`;
+    const how = { merged: "updated the stored pair for this question", unchanged: "it was already stored" }[data.outcome];
+    status.textContent = `Saved as example #${data.id}${how ? ` (${how})` : ""}: the program will learn from it.`;
     status.className = "teach-status ok";
     article.querySelectorAll(".right, .save").forEach((b) => { b.disabled = true; });
     refreshHistory();
