@@ -54,14 +54,14 @@ class SlowLM(DummyLM):
         return super()._format_answer_fields(field_names_and_values)
 
 
-def post(url: str, body: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any], dict[str, str], float]:
+def post(url: str, body: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any], Any, float]:
     request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
     start = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
-            return reply.status, json.loads(reply.read()), dict(reply.headers), time.perf_counter() - start
+            return reply.status, json.loads(reply.read()), reply.headers, time.perf_counter() - start
     except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read() or b"{}"), dict(err.headers), time.perf_counter() - start
+        return err.code, json.loads(err.read() or b"{}"), err.headers, time.perf_counter() - start
 
 
 def client(base: str, i: int, timeout: float) -> dict[str, Any]:

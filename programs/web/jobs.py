@@ -134,8 +134,10 @@ class AnswerQueue:
         return self._queue.qsize()
 
     def retry_after_s(self) -> int:
-        """Seconds until a place is likely free: the mean answer time, times the jobs in front, at least 1."""
-        return max(1, math.ceil(self._mean_s * (self._queue.qsize() + 1) / max(1, self.max_waiting)))
+        """Seconds until a place is likely free: what remains of the running answer, by the mean answer time."""
+        running = self.running
+        elapsed = time.monotonic() - running.started if running is not None and running.started else 0.0
+        return max(1, math.ceil(self._mean_s - elapsed))
 
     def close(self) -> None:
         """Stop the worker after the job it is on; queued jobs end as failed."""
