@@ -84,24 +84,25 @@ def pretty_sql(sql: str, dialect: str) -> str:
         return sql
 
 
+CONFIDENCE_WORDS = ("likely right", "check this", "probably wrong: check it carefully")
+JUDGE_WORDS = (
+    "the judge thinks it answers the question", "the judge is unsure", "the judge thinks it does not answer the question"
+)
+
+
+def in_words(score: float | None, words: tuple[str, str, str], missing: str) -> str:
+    """``score`` against the agents' bars: at least :data:`ACCEPT_SCORE`, at least :data:`LOW_SCORE`, or below."""
+    if score is None:
+        return missing
+    return words[0] if score >= ACCEPT_SCORE else words[1] if score >= LOW_SCORE else words[2]
+
+
 def confidence_words(confidence: float | None) -> str:
-    if confidence is None:
-        return "no confidence given"
-    if confidence >= ACCEPT_SCORE:
-        return "likely right"
-    if confidence >= LOW_SCORE:
-        return "check this"
-    return "probably wrong: check it carefully"
+    return in_words(confidence, CONFIDENCE_WORDS, "no confidence given")
 
 
 def judge_words(score: float | None) -> str:
-    if score is None:
-        return "not judged"
-    if score >= ACCEPT_SCORE:
-        return "the judge thinks it answers the question"
-    if score >= LOW_SCORE:
-        return "the judge is unsure"
-    return "the judge thinks it does not answer the question"
+    return in_words(score, JUDGE_WORDS, "not judged")
 
 
 def json_value(value: Any) -> Any:
@@ -171,7 +172,7 @@ class Answer:
     @property
     def level(self) -> str:
         """``good``, ``warn`` or ``bad``: how the page colours the verdict."""
-        return {"likely right": "good", "check this": "warn"}.get(self.confidence_words, "bad")
+        return {CONFIDENCE_WORDS[0]: "good", CONFIDENCE_WORDS[1]: "warn"}.get(self.confidence_words, "bad")
 
     def to_json(self) -> dict[str, Any]:
         """``run()``'s fields (made JSON-safe), plus the database, the formatted SQL, the result and the chart."""
