@@ -111,7 +111,8 @@ async function drawChart(article) {
   try {
     const figure = JSON.parse(data.textContent);
     const Plotly = await loadPlotly();
-    await Plotly.newPlot(box, figure.data, figure.layout, { displayModeBar: false, responsive: true });
+    await Plotly.newPlot(box, figure.data, { ...figure.layout, autosize: true }, { displayModeBar: false, responsive: true });
+    Plotly.Plots.resize(box);
     box.classList.add("drawn");
   } catch (err) {
     box.append(el("p", "error", `The chart could not be drawn: ${err.message}`));
