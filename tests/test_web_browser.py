@@ -23,7 +23,7 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 QUESTION = "Find the top 10 users by failed login attempts who have never been blocked"
-ANSWER_WAIT_S = 900  # the embedded model on 2 busy cores; the server's own limit is set to match
+ANSWER_WAIT_S = 1800  # an upper bound for the embedded model on 2 cores shared with other work; the server's limit matches
 
 pytestmark = [pytest.mark.real_model, pytest.mark.browser]
 
@@ -140,6 +140,8 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
     from text2sql_dspy.programs.db.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
-    pairs = ExampleStore(store_path).examples(open_source(bundled_database()), kind="pair")
-    assert [(p.question, p.sql) for p in pairs] == [(QUESTION, answer.get_attribute("data-sql"))]
+    source = open_source(bundled_database())
+    pairs = ExampleStore(store_path).examples(source, kind="pair")
+    stored_sql = source.validator.validate(answer.get_attribute("data-sql")).sql  # the store keeps the checked form
+    assert [(p.question, p.sql) for p in pairs] == [(QUESTION, stored_sql)]
     assert pairs[0].origin == "user"
