@@ -188,11 +188,14 @@ def test_an_answer_past_its_time_limit_is_a_clear_504_and_the_next_one_works(tin
 
 def test_a_malformed_reply_is_an_answer_that_says_so(tiny_db: Path) -> None:
     service = scripted_service(tiny_db, DummyLM([]))  # no reply left: the LM's reply cannot be parsed
+    client = client_for(service)
     try:
-        body = client_for(service).post("/api/ask", json={"question": QUESTION}).json()
+        body = client.post("/api/ask", json={"question": QUESTION}).json()
+        page = client.get(f"/jobs/{body['job']}").text
     finally:
         service.close()
     assert body["query"] == "" and "malformed model reply" in body["fallback_reason"] and body["result"] is None
+    assert "The program produced no query for this question." in page and "malformed model reply" in page
 
 
 def test_a_program_that_raises_fails_one_answer_not_the_server(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -82,7 +82,8 @@ class Service:
         self._lm = lm
         self._program_options = dict(program_options or {})
         self._programs: dict[str, Text2SQLProgram] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # programs (building one loads the model)
+        self._store_lock = threading.Lock()
         self._store: Any = None
         self.history: deque[HistoryEntry] = deque(maxlen=HISTORY_LENGTH)
         for name in config.databases:
@@ -115,7 +116,7 @@ class Service:
         return job
 
     def entry(self, job_id: str) -> HistoryEntry | None:
-        return next((e for e in self.history if e.job.id == job_id), None)
+        return next((e for e in list(self.history) if e.job.id == job_id), None)  # a copy: other threads append
 
     @property
     def lm(self) -> dspy.LM:
@@ -146,7 +147,7 @@ class Service:
     @property
     def store(self) -> Any:
         """The example store (``--examples PATH``, else ``$TEXT2SQL_EXAMPLES``, else the user cache's)."""
-        with self._lock:
+        with self._store_lock:
             if self._store is None:
                 from text2sql_dspy.programs.examples.store import ExampleStore
 
