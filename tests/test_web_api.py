@@ -214,3 +214,10 @@ def _wait_until(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
     while not condition():
         assert time.monotonic() < end, "timed out waiting"
         time.sleep(0.01)
+
+
+def test_an_unknown_answer_is_404_naming_the_fix(service: Service) -> None:
+    client = client_for(service)
+    for url in ("/jobs/nope", "/jobs/nope/events", "/jobs/nope/result.csv"):
+        missing = client.get(url)
+        assert missing.status_code == 404 and "ask again" in missing.json()["detail"]
