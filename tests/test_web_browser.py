@@ -130,9 +130,11 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
         browser.save_screenshot(shot)
 
     answer.find_element(By.CSS_SELECTOR, "button.right").click()
-    status = WebDriverWait(browser, 60).until(  # "saving..." until the server answers
-        lambda d: next((t for t in [answer.find_element(By.CSS_SELECTOR, ".teach-status").text] if t.startswith(("Saved", "Not saved"))), None)
-    )
+    def teach_status(_driver: object) -> str | None:
+        text = answer.find_element(By.CSS_SELECTOR, ".teach-status").text
+        return text if text.startswith(("Saved", "Not saved")) else None  # "saving..." until the server answers
+
+    status = WebDriverWait(browser, 60).until(teach_status)
     assert status.startswith("Saved as example #"), status
     WebDriverWait(browser, 30).until(lambda d: "saved" in d.find_element(By.ID, "history").text)
 
