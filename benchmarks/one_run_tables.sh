@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's one-run tables, each from one `text2sql evaluate` run:
+# The one-run tables of docs/benchmarks.md, each from one `text2sql evaluate` run:
 #   1. bundled test, all 72 questions: baseline, V1, V2 and compiled V2        (~70 min on 2 cores)
 #   2. the same questions served from a throwaway PostgreSQL: baseline and V2  (~30 min), compared with 1
 #   3. Spider dev, all 289 questions: the same four programs                   (~2 h), if the folder exists
@@ -12,7 +12,7 @@ OUT=${1:-runs/tables}
 SPIDER=${2:-../shared/benchmarks/spider-public}
 mkdir -p "$OUT"
 
-compiled() {  # compiled OUT_FILE [--data FOLDER]: V2 compiled as the README's tables use it, unless it exists
+compiled() {  # compiled OUT_FILE [--data FOLDER]: V2 compiled as those tables use it, unless it exists
     local file=$1; shift
     [ -f "$file" ] || text2sql compile --program v2 --optimizer bootstrap --metric judge+execution \
         --train-limit 8 --dev-limit 0 --max-labeled-demos 2 "$@" --out "$file"

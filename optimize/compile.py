@@ -1,12 +1,18 @@
-"""Compile a program: run a DSPy optimizer with a metric, save its state and a metadata sidecar.
+"""Compile a program: learn the training split's verified pairs, run a DSPy optimizer, save the result.
 
-Budgets are explicit, because every trial is a full agent run: with the embedded model on two
-cores one V2 answer takes 20-60 s. Seeds are fixed, so the same flags pick the same examples.
+Compiling first puts the training split into an example store (kept beside the compiled file,
+which names it), so the program is shown each question's nearest verified pairs; the optimizer
+then tunes with that retrieval on, scoring every training question without its own pair.
+Optimizer ``none`` stops after the store: retrieval alone.
+
+Budgets are explicit, because every trial is a full agent run, seconds to a minute on the embedded
+model. Seeds are fixed, so the same flags pick the same examples.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,8 +28,10 @@ from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
+from text2sql_dspy.programs.examples.selector import DEFAULT_K
+from text2sql_dspy.programs.examples.store import ExampleStore
 
-OPTIMIZERS = ("bootstrap", "mipro", "gepa")
+OPTIMIZERS = ("none", "bootstrap", "mipro", "gepa")
 
 
 @dataclass
@@ -57,6 +65,9 @@ class CompileConfig:
     retrieval: str = "semantic"
     top_k: int = 5
     threads: int = 1
+    examples: str | None = None  # the example store (default: beside ``out``)
+    learn: bool = True  # put the training split into the store first
+    k_examples: int = DEFAULT_K
 
 
 def compile_program(config: CompileConfig) -> dict[str, Any]:
@@ -69,13 +80,20 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     if out.suffix != ".json":
         raise ConfigurationError(f"--out must name a .json file, got {out}.")
     started = time.perf_counter()
+    store_path = Path(config.examples) if config.examples else out.with_suffix(".examples.sqlite")
+    store = ExampleStore(store_path)
+    learned = store.import_split(config.data, config.train_split) if config.learn else None
+    if learned is not None:
+        print(f"example store {store_path}: {learned.added} pairs added, {learned.merged + learned.unchanged} already "
+              f"there, {len(learned.refused)} refused")
     student = make_program(
         config.program, model_id=config.model, judge_model_id=config.judge_model,
-        retrieval_type=config.retrieval, top_k=config.top_k,
+        retrieval_type=config.retrieval, top_k=config.top_k, examples=store, k_examples=config.k_examples,
     )
+    student.selector.exclude_same_question = True  # a training question is never shown its own pair
     metric = make_metric(config.metric, judge_model=config.judge_model, threshold=config.threshold)
     train = _sample(load_split(config.data, config.train_split), config.budget.train_limit, config.seed)
-    dev = load_split(config.data, config.dev_split, limit=config.budget.dev_limit)
+    dev = load_split(config.data, config.dev_split, limit=config.budget.dev_limit) if config.budget.dev_limit else []
     if config.budget.max_labeled_demos:
         train = [with_gold_draft(ex) for ex in train]
 
@@ -83,7 +101,7 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     audit = TraceAudit(config.threshold)  # the optimizer's metric verdicts against execution on the gold SQL
     compiled = run_optimizer(config, student, audit.watch(metric), train, dev)
     demos = compact_demos(compiled)
-    after = score_on(compiled, dev, metric, config.threads, "dev, after")
+    after = score_on(compiled, dev, metric, config.threads, "dev, after") if config.optimizer != "none" else before
 
     out.parent.mkdir(parents=True, exist_ok=True)
     compiled.save(str(out))
@@ -95,7 +113,7 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         "model": _model_name(config.model, "agent"),
         "judge_model": _model_name(config.judge_model, "judge"),
         "reflection_model": _model_name(config.reflection_model or config.model, "agent")
-        if config.optimizer != "bootstrap" else None,
+        if config.optimizer in ("mipro", "gepa") else None,
         "data": config.data,
         "train_split": config.train_split,
         "dev_split": config.dev_split,
@@ -103,6 +121,11 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         "dev_size": len(dev),
         "budget": asdict(config.budget),
         "seed": config.seed,
+        "examples": os.path.relpath(store_path.resolve(), out.parent.resolve()),
+        "learned": None if learned is None else {
+            "added": learned.added, "already_stored": learned.merged + learned.unchanged, "refused": len(learned.refused),
+        },
+        "k_examples": config.k_examples,
         "demos": demos,
         "dev_before": before,
         "dev_after": after,
@@ -119,6 +142,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
 def run_optimizer(config: CompileConfig, student: dspy.Module, metric: Metric, train: list, dev: list) -> dspy.Module:
     """The optimized copy of ``student``."""
     budget = config.budget
+    if config.optimizer == "none":
+        return student  # retrieval of the stored pairs alone
     if config.optimizer == "bootstrap":
         optimizer = dspy.BootstrapFewShot(
             metric=metric, max_bootstrapped_demos=budget.max_demos,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 
 from text2sql_dspy.programs.cli import Command, non_negative_int, positive_int
 from text2sql_dspy.programs.dataset import BUNDLED_DATA
@@ -19,10 +18,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``text2sql compile`` and ``python -m optimize``."""
     from text2sql_dspy.optimize.compile import OPTIMIZERS, Budget
     from text2sql_dspy.optimize.metrics import SCORERS
+    from text2sql_dspy.programs.agents.registry import PROGRAMS
+    from text2sql_dspy.programs.examples.selector import DEFAULT_K
 
     defaults = Budget()
-    parser.add_argument("--program", required=True, choices=["baseline", "v1", "v2"], help="program to compile")
-    parser.add_argument("--optimizer", required=True, choices=OPTIMIZERS)
+    parser.add_argument("--program", required=True, choices=list(PROGRAMS), help="program to compile")
+    parser.add_argument("--optimizer", required=True, choices=OPTIMIZERS,
+                        help="none: learn the training split's pairs only (retrieval, no prompt optimization)")
+    parser.add_argument("--examples", help="the example store to learn into and show (default: beside --out)")
+    parser.add_argument("--no-learn", action="store_true", help="do not put the training split into the store")
+    parser.add_argument("--k-examples", type=non_negative_int, default=DEFAULT_K, help="stored pairs shown per question")
     parser.add_argument(
         "--metric", default="judge+execution",
         help=f"metric: {', '.join(SCORERS)}, or several joined by '+' (default: judge+execution)",
@@ -64,9 +69,10 @@ def compile_and_save(args: argparse.Namespace) -> int:
         train_split=args.train_split, dev_split=args.dev_split, budget=budget, seed=args.seed,
         threshold=args.threshold, model=args.model, judge_model=args.judge_model,
         reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k, threads=args.threads,
+        examples=args.examples, learn=not args.no_learn, k_examples=args.k_examples,
     )
     meta = compile_program(config)
-    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))
+    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "examples", "learned", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))
     print(f"saved {args.out}; use it with --program {args.out}")
     return 0
 

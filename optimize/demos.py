@@ -4,9 +4,8 @@ A bootstrapped drafting demo carries every table the retriever returned (~1,500 
 bundled database). :func:`compact_demos` keeps only the tables its own SQL uses, and drops the
 demos of the ReAct loop's predictors, whose trajectories would fill the context on their own, and
 of the judge: a bootstrapped judge demo is the judge's own verdict on a trace the metric accepted,
-not the truth, so a compiled judge's demos lean one way (both "True" in one compile, both "False" in
-another) and pull every score that way (compiled V2's judge ECE was 0.40 on the bundled test, V2's
-0.07).
+not the truth, so a compiled judge's demos lean one way and pull every score that way (see
+docs/benchmarks.md, "Bundled test, four programs").
 :func:`with_gold_draft` turns a training example into a labeled drafting demo (its gold SQL over
 the tables that SQL reads), for optimizers' ``max_labeled_demos``.
 """

@@ -5,7 +5,7 @@
 
 Every program answers the same questions. Per program it reports execution accuracy, valid-SQL
 rate, judge reliability against execution (agreement, Cohen's kappa, ROC AUC), confidence
-calibration (ECE), latency, LM calls, tokens and cost, and the seeds' agent metrics. It writes
+calibration (ECE), latency, LM calls, tokens and cost, and the V2 card's agent metrics. It writes
 ``results.json``, ``report.md`` and PNG plots to ``--out``. Records are appended to
 ``records.jsonl`` as they finish, so Ctrl-C keeps what is done and a rerun resumes.
 """
@@ -16,7 +16,6 @@ import argparse
 import json
 import sys
 import traceback
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
     parser.add_argument("--top-k", type=positive_int, default=5)
     parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
+    parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
 
 
@@ -56,7 +56,10 @@ def evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
-    _check_resumable(out, {"data": str(Path(args.data).resolve()), "split": args.split})
+    run = {"data": str(Path(args.data).resolve()), "split": args.split}
+    if args.examples:
+        run["examples"] = str(Path(args.examples).resolve())
+    _check_resumable(out, run)
     done = load_records(records_file)
     _rescore_stale(done, examples, records_file)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
@@ -97,7 +100,8 @@ def _build(spec: str, args: argparse.Namespace) -> Any:
     from text2sql_dspy.programs.agents.registry import make_program
 
     return make_program(
-        spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model
+        spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model,
+        examples=args.examples,
     )
 
 
@@ -123,7 +127,7 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
     """Answer and score one question; any failure is recorded in the record, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
     try:
-        pred = program(question=example.question, db_id=example.db_id, db_path=example.db_path)
+        pred = program(question=example.question, db_path=example.db_path)
         fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
         record.update(fields)
         steps = pred.get("reasoning_steps") or []

@@ -16,21 +16,15 @@ bootstrapping, and ``dspy.Prediction(score, feedback)`` for GEPA's five-argument
 
 from __future__ import annotations
 
-import itertools
-import math
 import threading
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from typing import Any
 
 import dspy
-import sqlglot
-from sqlglot import exp
 
 from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
-from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.db.results import columns_subset_match, is_ordered, results_match
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
@@ -92,72 +86,6 @@ def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionCo
 # Bumped whenever the comparison below changes meaning: records scored by an older one are scored again.
 # 2: column order ignored (Spider's test-suite evaluation); 1: columns compared in order.
 COMPARISON_VERSION = 2
-
-
-def results_match(pred: QueryResult, gold: QueryResult, *, ordered: bool) -> bool:
-    """Same rows (values normalised), in the same order when ``ordered``.
-
-    Column names and column order are ignored, as in Spider's test-suite evaluation (Zhong, Yu and
-    Klein, EMNLP 2020): the results match when some order of the predicted columns gives the gold rows.
-    The number of columns must be the same.
-    """
-    pred_rows = [_normalise_row(r) for r in pred.rows]
-    gold_rows = [_normalise_row(r) for r in gold.rows]
-    if len(pred_rows) != len(gold_rows):
-        return False
-    if not pred_rows:
-        return True
-    return len(pred_rows[0]) == len(gold_rows[0]) and _columns_map(pred_rows, gold_rows, ordered=ordered)
-
-
-MAX_RELAXED_COLUMNS = 12
-MAX_RELAXED_ASSIGNMENTS = 5_000
-
-
-def columns_subset_match(pred: QueryResult, gold: QueryResult, *, ordered: bool) -> bool:
-    """Same rows once the wider result is cut to the narrower one's columns.
-
-    Each column of the narrower result must be a distinct column of the wider one, row for row
-    (in order when ``ordered``): "the top 10 actions" answered without the counts the gold query
-    also selects, or with an extra id column. Too lenient to grade by; reported beside the strict
-    match because gold queries often select more than their question asks for.
-    """
-    narrow = [_normalise_row(r) for r in pred.rows]
-    wide = [_normalise_row(r) for r in gold.rows]
-    if len(narrow) != len(wide) or not narrow:
-        return False  # two empty results already match strictly
-    if len(narrow[0]) > len(wide[0]):
-        narrow, wide = wide, narrow
-    return _columns_map(narrow, wide, ordered=ordered)
-
-
-def _columns_map(narrow: list[tuple], wide: list[tuple], *, ordered: bool) -> bool:
-    """True when distinct columns of ``wide``, one for each column of ``narrow``, give ``narrow``'s rows
-    (as a list when ``ordered``, else as a multiset). Equal widths: some permutation of the columns."""
-    bag = list if ordered else Counter
-    target = bag(narrow)
-    if len(narrow[0]) == len(wide[0]) and bag(wide) == target:
-        return True  # the columns in the same order
-    if len(wide[0]) > MAX_RELAXED_COLUMNS:
-        return False
-    wide_columns = [bag(column) for column in zip(*wide)]
-    candidates = [[j for j, values in enumerate(wide_columns) if values == column] for column in map(bag, zip(*narrow))]
-    if math.prod(len(c) for c in candidates) > MAX_RELAXED_ASSIGNMENTS:
-        return False
-    return any(
-        bag(tuple(r[j] for j in chosen) for r in wide) == target
-        for chosen in itertools.product(*candidates)
-        if len(set(chosen)) == len(chosen)
-    )
-
-
-def is_ordered(sql: str) -> bool:
-    """True when the outermost query has an ORDER BY."""
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return False
-    return tree.args.get("order") is not None if isinstance(tree, exp.Query) else False
 
 
 def _pred_sql(pred: Any) -> str:
@@ -317,18 +245,6 @@ def make_metric(name: str, *, judge_model: Any = None, threshold: float = DEFAUL
     lm = judge_lm(judge_model) if any(p.startswith("judge") for p in parts) else None
     build = {"execution": lambda: score_execution, "judge": lambda: JudgeScorer(lm), "judge-gold": lambda: ReferenceJudgeScorer(lm)}
     return Metric(name, tuple(build[p]() for p in parts), threshold)
-
-
-def _normalise_row(row: tuple) -> tuple:
-    return tuple(_normalise_value(v) for v in row)
-
-
-def _normalise_value(value: Any) -> Any:
-    if isinstance(value, Decimal):  # PostgreSQL's numeric, where SQLite returns a float or an int
-        value = float(value)
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else round(value, 6)
-    return value
 
 
 execution_match = Metric("execution", (score_execution,))

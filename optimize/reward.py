@@ -1,4 +1,4 @@
-"""``llm_as_judge_reward``: a judge LM scores a prediction against a golden answer (the seeds' reward).
+"""``llm_as_judge_reward``: a judge LM scores a prediction against a golden answer (the V2 card's reward).
 
     >>> llm_as_judge_reward("SELECT COUNT(*) FROM users", "SELECT COUNT(id) FROM users")
     {'reward': 1.0, 'raw_score': 1.0}

@@ -100,7 +100,9 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("--save", action="store_true", help="store the answer as a confirmed pair (same checks as learn)")
-    ask.add_argument("--examples", help="the example store for --save (default: $TEXT2SQL_EXAMPLES or the cache dir)")
+    ask.add_argument("--examples", help="the example store whose pairs and notes are shown, and where --save saves "
+                     "(default: $TEXT2SQL_EXAMPLES or the cache dir; a compiled program: its own store)")
+    ask.add_argument("--no-examples", action="store_true", help="show no stored pairs or notes")
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -116,7 +118,7 @@ def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Nam
 
 
 def ask(args: argparse.Namespace) -> int:
-    from text2sql_dspy.programs.agents.base import check_question
+    from text2sql_dspy.programs.question import check_question
     from text2sql_dspy.programs.dataset import ensure_bundled_database
     from text2sql_dspy.programs.agents.registry import make_program
 
@@ -134,6 +136,7 @@ def ask(args: argparse.Namespace) -> int:
         top_k=args.top_k,
         model_id=args.model,
         judge_model_id=args.judge_model,
+        examples=_examples_option(args),
     )
     result = program.run(question)
     if args.json:
@@ -159,6 +162,15 @@ def ask(args: argparse.Namespace) -> int:
     if args.execute and result["query"] and database is not None:
         print_rows(database.execute(result["query"], max_rows=args.rows))
     return save_if_asked(args, program.source(db_path), question, result["query"])
+
+
+def _examples_option(args: argparse.Namespace) -> str | bool | None:
+    """The store ``ask`` shows: none with --no-examples, the one given, a compiled program's own, else the default."""
+    if args.no_examples:
+        return False
+    if args.examples:
+        return args.examples
+    return None if args.program.endswith(".json") else True
 
 
 def save_if_asked(args: argparse.Namespace, source, question: str, sql: str) -> int:  # noqa: ANN001 - DataSource

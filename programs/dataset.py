@@ -132,7 +132,7 @@ def load_spider_from_hub(split: str = "validation", *, limit: int | None = None)
     if limit is not None:
         records = records.select(range(min(limit, len(records))))
     return [
-        dspy.Example(question=r["question"], db_id=r["db_id"], gold_sql=r["query"]).with_inputs("question", "db_id")
+        dspy.Example(question=r["question"], db_id=r["db_id"], gold_sql=r["query"]).with_inputs("question")
         for r in records
     ]
 
@@ -143,4 +143,4 @@ def _to_example(folder: Path, db_id: str, question: str, query: str) -> dspy.Exa
         db_id=db_id,
         db_path=database_target(folder, db_id),
         gold_sql=query,
-    ).with_inputs("question", "db_id", "db_path")
+    ).with_inputs("question", "db_path")

@@ -24,13 +24,14 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from dspy.utils.dummies import DummyLM
 
-from text2sql_dspy.programs.agents.tools import AgentState, Limits, Toolbox
+from text2sql_dspy.programs.agents.state import AgentState, Limits
+from text2sql_dspy.programs.agents.tools import Tools
 from text2sql_dspy.programs.db.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import Database, SQLiteDatabase, open_database
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
@@ -573,10 +574,11 @@ class Harness:
         cheap = snapshot or checksum
         return cls(db_path, scratch, source, validator, database, lambda: (cheap(), listing()), checksum)
 
-    def toolbox(self, limits: Limits | None = None) -> Toolbox:
-        state = AgentState(question="adversarial corpus")
+    def toolbox(self, limits: Limits | None = None) -> Tools:
+        source = replace(self.source, database=self.database)
+        source.__dict__["validator"] = self.validator  # the harness's validator (short dry-run bound), not a new one
         retriever = make_retriever(self.source.catalog, "keyword")
-        return Toolbox(state, self.source, retriever, self.validator, limits or Limits())
+        return Tools(AgentState("adversarial corpus", source, limits or Limits(), retriever_given=retriever))
 
     def run_case(self, case: Case) -> Outcome:
         """Send ``case`` through validator, executor and tools; record, never raise."""
@@ -609,8 +611,8 @@ class Harness:
 
     def _tools(self, case: Case, outcome: Outcome) -> None:
         toolbox = self.toolbox()
-        outcome.tool_observation = toolbox.validate_sql(case.sql)
-        outcome.submit_observation = toolbox.submit_answer(case.sql, "adversarial", 0.9)
+        outcome.tool_observation = toolbox.validate_sql(case.sql).render()
+        outcome.submit_observation = toolbox.submit_answer(case.sql, "adversarial", 0.9).render()
         spent = self.toolbox(Limits(max_validation_attempts=0))  # no validation budget left: still no write
         spent.submit_answer(case.sql, "adversarial", 0.9)
         finals = [box.state.final_answer["query"] for box in (toolbox, spent) if box.state.final_answer]

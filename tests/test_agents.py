@@ -14,13 +14,15 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, NEUTRAL_CONFIDENCE
-from text2sql_dspy.programs.agents.tools import AgentStateV2, combined_confidence
+from text2sql_dspy.programs.agents.state import AgentState, Limits
+from text2sql_dspy.programs.agents.tools import combined_confidence
 from text2sql_dspy.programs.agents.react import DEFAULT_REPAIR_STEPS, ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.dataset import BUNDLED_SCHEMAS
 from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.signatures import LLMJudgeOutput
 from tests.fakes import (
     BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, tools_used, verdict,
 )
@@ -114,7 +116,8 @@ def test_a_stalled_repair_loop_stops_after_three_calls_that_changed_nothing(tiny
     # the opening validated BAD_SQL and showed every table: revalidating it or searching again changes nothing
     assert tools_used(result) == ["validate_sql", "validate_sql", "retrieve_tables", "validate_sql"]
     assert "stalled (3 tool calls in a row changed nothing)" in result["fallback_reason"]
-    assert result["lm_calls"] == 5 and result["structural_validation_calls"] == 1
+    # two drafts, three steps, then ReAct's extract (here given a reply it cannot parse, so no further step)
+    assert result["lm_calls"] == 6 and result["structural_validation_calls"] == 1
 
 
 def test_a_new_query_each_call_is_progress(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -293,8 +296,11 @@ def test_failing_judge_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas
 
 
 def test_unparseable_judge_output_scores_zero_with_the_reason(tiny_db: Path, tiny_schemas: Path) -> None:
+    from text2sql_dspy.programs.agents.judge import judge_sql
+
     program = agent(ReActAgentV2, tiny_db, tiny_schemas, [], judge_lm=DummyLM([{"nonsense": 1}] * 2))
-    verdict_ = program.evaluate_sql("How many?", GOOD_SQL, "columns: n\n1 row\n| 1 |")
+    verdict_ = judge_sql(program.judge, program.judge_lm, question="How many?", sql=GOOD_SQL,
+                         execution_result="columns: n\n1 row\n| 1 |")
     assert verdict_.correctness_score == 0.0 and not verdict_.is_correct
     assert "judge output unusable" in verdict_.issues[0]
 
@@ -340,18 +346,24 @@ def test_confidence_formula_and_caps(agent_conf: float, ok: bool, judge: float |
     assert combined_confidence(agent_conf, valid(ok), judge) == pytest.approx(expected)
 
 
-def test_judge_loop_prevention_rule() -> None:
-    state = AgentStateV2(question="q")
-    assert not state.judge_should_stop(3)
-    state.judged_queries = ["SELECT 1", "SELECT 2", "SELECT 3"]
-    state.judge_calls, state.judge_scores = 2, [0.5, 0.6]
-    assert not state.judge_should_stop(3)  # improving
-    state.judge_calls, state.judge_scores = 2, [0.6, 0.6]
-    assert state.judge_should_stop(3)  # flat after two calls
+def test_judge_loop_prevention_rule(tiny_db: Path, tiny_schemas: Path) -> None:
+    from text2sql_dspy.programs.db.source import open_source
+
+    state = AgentState("q", open_source(tiny_db, tiny_schemas), Limits(max_judge_calls=3))
+    assert not state.judge_should_stop()
+    state.verdicts = [("SELECT 1", verdict_of(0.5)), ("SELECT 2", verdict_of(0.6))]
+    state.judge_calls = 2
+    assert not state.judge_should_stop()  # improving
+    state.verdicts = [("SELECT 1", verdict_of(0.6)), ("SELECT 2", verdict_of(0.6))]
+    assert state.judge_should_stop()  # flat after two calls
     state.candidate_queries = {"SELECT 1", "SELECT 2"}
-    assert not state.judge_should_stop(3)  # the opening's candidates are alternatives, not revisions
-    state.judge_calls, state.judge_scores = 3, [0.2, 0.4, 0.6]
-    assert state.judge_should_stop(3)  # budget spent
+    assert not state.judge_should_stop()  # the opening's candidates are alternatives, not revisions
+    state.judge_calls = 3
+    assert state.judge_should_stop()  # budget spent
+
+
+def verdict_of(score: float) -> LLMJudgeOutput:
+    return LLMJudgeOutput(is_correct=score >= 0.5, correctness_score=score)
 
 
 def test_agents_are_dspy_modules_with_tunable_predictors(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -421,6 +433,15 @@ def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Pat
     result = program.run("How many users are suspended?")
     assert result["fallback_reason"] == "repair step limit reached (3 agent steps)"
     assert len(result["reasoning_steps"]) == 1 + 3  # the opening's check (the redraft repeated it), then three agent steps
+
+
+def test_when_the_steps_run_out_reacts_extract_writes_the_query_and_it_is_checked(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query="SELECT nope FROM users"),
+               {"reasoning": "status holds the state", "sql": GOOD_SQL}]
+    result = agent(ReActAgent, tiny_db, tiny_schemas, answers, max_repair_steps=1).run("How many users are suspended?")
+    assert result["query"] == GOOD_SQL and result["valid"] and result["stop_reason"] is None
+    assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]
+    assert result["lm_calls"] == 4  # two drafts, one step, the extract
 
 
 def test_the_react_repair_is_off_by_default_on_the_embedded_model_only(

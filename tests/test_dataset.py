@@ -29,7 +29,7 @@ def test_spider_folder_loads_examples_with_resolved_database(tmp_path: Path, tin
     examples = load_split(spider_folder(tmp_path, tiny_db, records), "dev", limit=2)
     assert [e.question for e in examples] == ["q0", "q1"]
     example = examples[0]
-    assert set(example.inputs().keys()) == {"question", "db_id", "db_path"}
+    assert set(example.inputs().keys()) == {"question", "db_path"}  # what forward() takes; db_id rides along
     assert Path(example.db_path).is_absolute() and Path(example.db_path).is_file()
     assert example.gold_sql == "SELECT 1"
 

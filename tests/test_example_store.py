@@ -162,10 +162,15 @@ def test_the_key_is_the_same_on_duckdb(tiny_db: Path, source: DataSource, tmp_pa
     copy_sqlite_database(tiny_db, target)
     on_duckdb = open_source(target)
     mine = store.add_pair(source, QUESTION, GOOD_SQL)
-    assert store.examples(on_duckdb) == [mine]
-    assert store.add_pair(on_duckdb, "Who is active?", "SELECT full_name FROM users WHERE status = 'active'").checked == (
-        "ran read-only on duckdb: 2 rows"
-    )
+    assert store.examples(on_duckdb) == [mine] and mine.dialect == "sqlite"
+    theirs = store.add_pair(on_duckdb, "Who signed in on 2024-05-01?", "SELECT user_id FROM login_attempts "
+                            "WHERE CAST(attempted_at AS TIMESTAMP)::DATE = DATE '2024-05-01'")  # fmt: skip
+    assert (theirs.checked, theirs.dialect) == ("ran read-only on duckdb: 2 rows", "duckdb")
+    exported = tmp_path / "from-duckdb.json"
+    store.export(on_duckdb, exported)
+    back = ExampleStore(tmp_path / "back.sqlite")
+    assert back.import_file(source, exported).added == 2  # DuckDB's '::' cast carried to SQLite before the checks
+    assert "::" not in back.examples(source)[1].sql and back.examples(source)[1].dialect == "sqlite"
 
 
 def test_export_then_import_round_trip(store: ExampleStore, source: DataSource, tmp_path: Path) -> None:
@@ -213,11 +218,13 @@ def test_json_and_csv_files_import_the_good_rows_and_list_the_refused(
         f'"{QUESTION}","SELECT count(id) FROM users WHERE status = \'suspended\'"\n'
         '"Who signed in, ever?","SELECT DISTINCT user_id FROM login_attempts WHERE success = 1"\n'
         '"Bad name","SELECT nme FROM organizations"\n'
+        '"On two lines","SELECT name\n  FROM organizations"\n'
     )
     report = store.import_file(source, as_csv, origin="csv")
-    assert (report.added, report.merged, len(report.refused)) == (1, 1, 1)
+    assert (report.added, report.merged, len(report.refused)) == (2, 1, 1)
     assert "unknown column 'nme' (did you mean: name?" in report.refused[0][2]
-    assert store.count(source) == 3
+    assert store.examples(source)[-1].sql == "SELECT name\n  FROM organizations"
+    assert store.count(source) == 4
 
 
 @pytest.mark.parametrize(
@@ -273,7 +280,7 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tiny_db: Path, tmp
     assert tiny_db.read_bytes() == before
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"\x00garbage" * 512)
-    with pytest.raises(ExampleError, match="cannot use the example store"):
+    with pytest.raises(ExampleError, match="example store .*junk.sqlite: file is not a database"):
         ExampleStore(junk)
 
 
@@ -333,8 +340,28 @@ def test_a_process_killed_mid_write_loses_nothing_it_committed(tiny_db: Path, tm
 
 def test_stored_example_fields() -> None:
     assert [f for f in StoredExample.__dataclass_fields__] == [
-        "id", "db_key", "kind", "question", "sql", "origin", "created", "checked",
+        "id", "db_key", "kind", "question", "sql", "origin", "created", "checked", "dialect",
     ]
+
+
+def test_a_version_1_store_gains_the_dialect_column_and_keeps_its_pairs(tmp_path: Path, source: DataSource) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE examples (id INTEGER PRIMARY KEY AUTOINCREMENT, db_key TEXT NOT NULL, db_id TEXT NOT NULL,"
+            " kind TEXT NOT NULL, question TEXT NOT NULL, question_key TEXT NOT NULL, sql TEXT NOT NULL,"
+            " origin TEXT NOT NULL, checked TEXT NOT NULL, created TEXT NOT NULL, updated TEXT NOT NULL,"
+            " UNIQUE (db_key, kind, question_key))"
+        )
+        conn.execute(
+            "INSERT INTO examples VALUES (1, ?, 'tiny', 'pair', ?, 'how many users are suspended', ?, 'user', 'ran', 't', 't')",
+            [database_key(source), QUESTION, GOOD_SQL],
+        )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    store = ExampleStore(path)
+    assert [(e.id, e.sql, e.dialect) for e in store.examples(source)] == [(1, GOOD_SQL, "")]
+    assert store.add_pair(source, "Who is active?", "SELECT full_name FROM users WHERE status = 'active'").dialect == "sqlite"
 
 
 def test_the_same_database_on_postgresql_keeps_its_pairs(postgres, store: ExampleStore, tmp_path: Path) -> None:  # noqa: ANN001

@@ -1,6 +1,6 @@
 """What every text-to-SQL program shares: its database, its LMs, and the shape of its answer.
 
-A program answers ``forward(question, db_id=None, db_path=None)`` with a ``dspy.Prediction``
+A program answers ``forward(question, db_path=None)`` with a ``dspy.Prediction``
 (usable by ``dspy.Evaluate`` and the optimizers) and ``run(question)`` with the same as a plain
 dict. Subclasses implement :meth:`Text2SQLProgram.answer`; this class validates the question,
 opens the database, sets the LM, meters calls, tokens and cost, and times the call.
@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.errors import ConfigurationError, QuestionError
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.question import check_question
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, with_notes
+from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.usage import metered
 
-MAX_QUESTION_CHARS = 4000
-SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm"})  # copies of a program share these
+SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector"})  # copies of a program share these
 
 
 class Text2SQLProgram(dspy.Module):
@@ -39,8 +42,14 @@ class Text2SQLProgram(dspy.Module):
         model_id: str | None = None,
         lm: dspy.LM | None = None,
         schema_budget: int = DEFAULT_SCHEMA_BUDGET,
+        examples: ExampleStore | Path | str | bool | None = None,
+        k_examples: int = DEFAULT_K,
+        mask_examples: bool = False,
     ):
+        """``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
+        True for the default store); None shows none. ``k_examples`` pairs per question."""
         super().__init__()
+        self.selector = _selector(examples, k_examples, mask_examples)
         self.schema_budget = schema_budget
         self.db_path = None if db_path is None else _path_or_url(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
@@ -75,12 +84,17 @@ class Text2SQLProgram(dspy.Module):
         return open_source(path, self.schema_path)
 
     def schema(self, source: DataSource, question: str) -> SchemaView:
-        """The schema the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables."""
-        return schema_view(
+        """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables;
+        with an example store, the database's notes after the schema and its nearest pairs as demos."""
+        view = schema_view(
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
+        if self.selector is None:
+            return view
+        text = with_notes(view.text, self.selector.notes(source))
+        return replace(view, text=text, demos=tuple(self.selector.demos(source, question)))
 
-    def forward(self, question: str, db_id: str | None = None, db_path: str | None = None) -> dspy.Prediction:
+    def forward(self, question: str, db_path: str | None = None) -> dspy.Prediction:
         question = check_question(question)
         source = self.source(db_path)
         start = time.perf_counter()
@@ -100,22 +114,11 @@ class Text2SQLProgram(dspy.Module):
         raise NotImplementedError
 
 
-def check_question(question: Any) -> str:
-    """The question, stripped; :class:`QuestionError` if it is empty, not UTF-8, or too long to be a question."""
-    if not isinstance(question, str) or not question.strip():
-        raise QuestionError("the question is empty. Ask something about the data, e.g. 'How many users are blocked?'")
-    question = question.strip()
-    try:
-        question.encode("utf-8")
-    except UnicodeEncodeError as exc:  # e.g. argv bytes from a non-UTF-8 terminal, kept as lone surrogates
-        raise QuestionError(
-            f"the question holds bytes that are not valid UTF-8 (character {exc.start + 1}). Retype it, or save it as UTF-8."
-        ) from None
-    if len(question) > MAX_QUESTION_CHARS:
-        raise QuestionError(
-            f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
-        )
-    return question
+def _selector(examples: ExampleStore | Path | str | bool | None, k: int, mask: bool) -> ExampleSelector | None:
+    if examples is None or examples is False:
+        return None
+    store = examples if isinstance(examples, ExampleStore) else ExampleStore(None if examples is True else examples)
+    return ExampleSelector(store, k=k, mask=mask)
 
 
 def _path_or_url(target: Path | str) -> Path | str:

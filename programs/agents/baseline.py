@@ -22,7 +22,8 @@ class Baseline(Text2SQLProgram):
 
     def answer(self, question: str, source: DataSource) -> dict[str, Any]:
         view = self.schema(source, question)
-        draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text)
+        draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text,
+                          examples=view.demos)
         sql, error = draft.sql, draft.error
         if sql and (check := source.validator.validate(sql)).dangerous:
             error, sql = "refused, the draft is not a read-only query: " + "; ".join(check.errors), ""

@@ -6,6 +6,7 @@ score its confidence the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,18 +15,17 @@ import dspy
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import clean_sql
-from text2sql_dspy.programs.llm.factory import supports_logprobs
+from text2sql_dspy.programs.llm.factory import logprob_config
+from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
 from text2sql_dspy.programs.progress import emit
 
-__all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql", "logprob_config"]
+__all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql"]
 
 # A cap that cuts run-on replies, not answers: the longest gold query in Spider dev and the
 # bundled data is ~130 tokens, and a drafted reply adds ~12 tokens of field markers.
 DRAFT_MAX_TOKENS = 320
 NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropic)
-TOP_LOGPROBS = 5
-FIELD_END = "\n\n[["  # where ChatAdapter starts the next field (or its completion marker): stop there
 
 
 @dataclass(frozen=True)
@@ -37,22 +37,16 @@ class Draft:
     error: str | None = None
 
 
-def logprob_config(lm: Any, **config: Any) -> dict[str, Any]:
-    """LM call options: ``config`` plus token log-probabilities where ``lm`` can return them."""
-    if supports_logprobs(lm):
-        config.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-    return config
-
-
 def draft_sql(
     predictor: dspy.Predict, lm: Any, *, source: DataSource | None = None, temperature: float | None = None,
-    seed: int | None = None, **inputs: Any,
+    seed: int | None = None, examples: Sequence[dspy.Example] = (), **inputs: Any,
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
     Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
     ``source``'s own tables and columns are shown: a demo written over another database teaches a
-    small model names that do not exist here. The reply is cleaned (:func:`~.validator.clean_sql`)
+    small model names that do not exist here. ``examples`` (verified pairs of this database, chosen
+    for this question: :class:`~..examples.selector.ExampleSelector`) follow them. The reply is cleaned (:func:`~.validator.clean_sql`)
     and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
@@ -62,8 +56,11 @@ def draft_sql(
     config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
         config.update(temperature=temperature, seed=seed, rollout_id=seed)
-    if source is not None and predictor.demos:
-        inputs["demos"] = [d for d in predictor.demos if source.names_only_its_own(str(d.get("sql") or ""))]
+    demos = list(predictor.demos)
+    if source is not None and demos:
+        demos = [d for d in demos if source.names_only_its_own(str(d.get("sql") or ""))]
+    if demos or examples:
+        inputs["demos"] = [*demos, *examples]
     emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)

@@ -13,7 +13,8 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.agents.drafting import FIELD_END, logprob_config
+from text2sql_dspy.programs.llm.factory import logprob_config
+from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.agents.thresholds import LOW_SCORE
 from text2sql_dspy.programs.progress import emit

@@ -23,16 +23,19 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
     """Build ``spec``: a program name, or a compiled ``.json`` saved by ``text2sql compile``.
 
     Options are constructor arguments; ``judge_model_id``/``judge_lm``/``max_judge_calls`` are
-    dropped for programs without a judge.
+    dropped for programs without a judge. A compiled program is shown the example store its
+    metadata names (kept beside it), unless ``examples`` is given.
     """
     path = Path(spec)
     kind = spec.lower()
+    meta: dict[str, Any] = {}
     if path.suffix == ".json":
         if not path.is_file():
             raise ConfigurationError(f"compiled program not found: {path}. Compile one with `text2sql compile`.")
         meta_file = metadata_path(path)
         try:
-            kind = json.loads(meta_file.read_text())["program"]
+            meta = json.loads(meta_file.read_text())
+            kind = meta["program"]
         except (OSError, json.JSONDecodeError, KeyError) as exc:
             raise ConfigurationError(
                 f"{meta_file} is missing or has no 'program' entry ({exc}); it is written next to every compiled program."
@@ -40,10 +43,23 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
     cls = PROGRAMS.get(kind)
     if cls is None:
         raise ConfigurationError(f"unknown program {spec!r}: use one of {', '.join(PROGRAMS)}, or a compiled .json path.")
-    if cls is not ReActAgentV2:
+    if not issubclass(cls, ReActAgent):  # only the agents take a judge
         for key in ("judge_model_id", "judge_lm", "max_judge_calls"):
             options.pop(key, None)
+    if meta.get("examples") and options.get("examples") is None:
+        options["examples"] = compiled_store(path, meta)
     program = cls(**options)
     if path.suffix == ".json":
         program.load(str(path))
     return program
+
+
+def compiled_store(compiled: Path, meta: dict[str, Any]) -> Path:
+    """The example store a compiled program names: a path relative to the compiled file's folder."""
+    store = compiled.parent / meta["examples"]
+    if not store.is_file():
+        raise ConfigurationError(
+            f"{compiled} learned from the example store {store}, which is missing. Keep the store beside the "
+            "compiled file (compile writes it there), or pass examples=... (--examples) to use another."
+        )
+    return store

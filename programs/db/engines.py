@@ -30,7 +30,7 @@ IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
 LOCK_TIMEOUT_MS = 1_000
 CONNECT_TIMEOUT_S = 10
 DUCKDB_MEMORY_LIMIT = "2GB"
-READ_ONLY_ROLE_HELP = "see the README, 'A read-only role for PostgreSQL'"
+READ_ONLY_ROLE_HELP = "the README's 'Your own database' gives the SQL for a read-only role"
 
 # DuckDB opens a file once per process: every connection to it must use these same settings.
 DUCKDB_CONNECT_ARGS = {

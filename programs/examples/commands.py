@@ -18,7 +18,6 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
 from text2sql_dspy.programs.cli import Command, positive_int
 from text2sql_dspy.programs.dataset import BUNDLED_DATA

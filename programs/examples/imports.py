@@ -1,7 +1,7 @@
 """Pairs in bulk: a JSON or CSV file of the user's pairs, or a Spider-format split, into the store.
 
 A file is a JSON list of objects with ``question`` and ``sql`` (or Spider's ``query``), optionally ``kind``
-(``pair`` or ``note``) and ``origin``, as :meth:`~.store.ExampleStore.export` writes it; or a CSV with a
+(``pair`` or ``note``), ``origin`` and ``dialect``, as :meth:`~.store.ExampleStore.export` writes it; or a CSV with a
 header naming ``question`` and ``sql`` (or ``query``) columns. A file that cannot be read is an
 :class:`ExampleError`; an entry that fails the checks is refused, with its reason, in the
 :class:`ImportReport`, and the others go in.
@@ -10,12 +10,17 @@ header naming ``question`` and ``sql`` (or ``query``) columns. A file that canno
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import sqlglot
+from sqlglot import ErrorLevel
+from sqlglot.errors import SqlglotError
 from tqdm.auto import tqdm
 
 from text2sql_dspy.programs.db.source import DataSource, open_source
@@ -36,6 +41,7 @@ class Entry:
     question: Any
     sql: Any
     origin: str
+    dialect: str = ""  # what the SQL is written in, when known: Spider's gold is SQLite, an export says
 
 
 @dataclass
@@ -68,7 +74,7 @@ class ImportReport:
 def import_entries(store: ExampleStore, source: DataSource, entries: Iterable[Entry], *, bar: tqdm | None = None) -> ImportReport:
     """Save each entry through the store's checks; a refusal is recorded, never raised. ``bar`` counts entries."""
     report = ImportReport(keys={source.db_id: database_key(source)})
-    for entry in entries:
+    for entry in map(partial(in_dialect_of, source), entries):
         try:
             if entry.kind == "note":
                 saved = store.save_note(source, entry.question, origin=entry.origin)
@@ -114,7 +120,7 @@ def _json_records(path: Path, text: str) -> list[dict[str, Any]]:
 
 
 def _csv_records(path: Path, text: str) -> list[dict[str, Any]]:
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # a quoted cell may hold newlines (SQL on several lines)
     names = {(name or "").strip().lower() for name in reader.fieldnames or []}
     if "question" not in names or not names & {"sql", "query"}:
         raise ExampleError(
@@ -125,8 +131,8 @@ def _csv_records(path: Path, text: str) -> list[dict[str, Any]]:
 
 def _entry(record: dict[str, Any], origin: str) -> Entry:
     kind = "note" if record.get("kind") == "note" else "pair"
-    sql = record.get("sql", record.get("query"))
-    return Entry(kind, record.get("question"), sql, str(record.get("origin") or origin))
+    sql = record["sql"] if record.get("sql") is not None else record.get("query")
+    return Entry(kind, record.get("question"), sql, str(record.get("origin") or origin), str(record.get("dialect") or ""))
 
 
 def import_split_into(store: ExampleStore, data_dir: Path, split: str, origin: str, *, progress: bool) -> ImportReport:
@@ -136,25 +142,32 @@ def import_split_into(store: ExampleStore, data_dir: Path, split: str, origin: s
 
     groups: dict[str, list[Entry]] = {}
     for example in load_split(data_dir, split):
-        groups.setdefault(example.db_path, []).append(Entry("pair", example.question, example.gold_sql, origin))
+        groups.setdefault(example.db_path, []).append(Entry("pair", example.question, example.gold_sql, origin, "sqlite"))
     report = ImportReport()
     with progress_bar(sum(map(len, groups.values())), f"checking {split} pairs", progress) as bar:
         for db_path, entries in groups.items():
             source = open_source(db_path)
             bar.set_postfix_str(source.db_id, refresh=False)
-            if source.dialect != "sqlite":
-                entries = [_transpiled(e, source) for e in entries]
             report.absorb(import_entries(store, source, entries, bar=bar))
     return report
 
 
-def _transpiled(entry: Entry, source: DataSource) -> Entry:
+def in_dialect_of(source: DataSource, entry: Entry) -> Entry:
+    """``entry`` with its SQL written for ``source``'s engine: SQLite as gold queries are carried
+    (:func:`~..db.dialect.transpile_gold`), another dialect by sqlglot. Unchanged when it is already,
+    its dialect is unknown, or it cannot be carried (the checks then refuse it in the engine's own words)."""
     from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 
+    if entry.kind != "pair" or entry.dialect in ("", source.dialect) or not isinstance(entry.sql, str):
+        return entry
     try:
-        return Entry(entry.kind, entry.question, transpile_gold(entry.sql, source.dialect, source.column_names), entry.origin)
-    except TranspileError:
-        return entry  # the checks then refuse it in the engine's own words
+        if entry.dialect == "sqlite":
+            sql = transpile_gold(entry.sql, source.dialect, source.column_names)
+        else:
+            sql = sqlglot.transpile(entry.sql, read=entry.dialect, write=source.dialect, unsupported_level=ErrorLevel.RAISE)[0]
+    except (TranspileError, SqlglotError, ValueError, IndexError):
+        return entry
+    return replace(entry, sql=sql)
 
 
 def _text(value: Any) -> str:

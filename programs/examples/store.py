@@ -25,6 +25,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ __all__ = ["ExampleError", "ExampleStore", "ImportReport", "Saved", "StoredExamp
 
 STORE_ENV = "TEXT2SQL_EXAMPLES"
 STORE_FILENAME = "examples.sqlite"
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: the dialect column
 BUSY_TIMEOUT_MS = 30_000
 TRAIN = "train"
 Kind = Literal["pair", "note"]
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS examples (
     question TEXT NOT NULL,
     question_key TEXT NOT NULL,
     sql TEXT NOT NULL,
+    dialect TEXT NOT NULL DEFAULT '',
     origin TEXT NOT NULL,
     checked TEXT NOT NULL,
     created TEXT NOT NULL,
@@ -81,6 +83,7 @@ class StoredExample:
     origin: str
     created: str
     checked: str = ""  # how the SQL was verified: "ran read-only on sqlite: 3 rows", or checked statically
+    dialect: str = ""  # the SQL's dialect (sqlglot's name), the engine it was verified on; "" for a note
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class ExampleStore:
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self._local = threading.local()
         self._create()
 
     # -- adding ---------------------------------------------------------------------------------
@@ -117,11 +121,11 @@ class ExampleStore:
     def save_pair(self, source: DataSource, question: str, sql: str, *, origin: str = "user") -> Saved:
         """:meth:`add_pair`, saying whether the pair was added, merged or already there."""
         verified = verify_pair(source, question, sql)
-        return self._save(source, "pair", verified.question, verified.sql, origin, verified.checked)
+        return self._save(source, "pair", verified.question, verified.sql, origin, verified.checked, source.dialect)
 
     def save_note(self, source: DataSource, text: str, *, origin: str = "user") -> Saved:
         """:meth:`add_note`, saying whether the note was added or already there."""
-        return self._save(source, "note", verify_note(text), "", origin, "a note")
+        return self._save(source, "note", verify_note(text), "", origin, "a note", "")
 
     def import_pairs(
         self, source: DataSource, rows: Iterable[tuple[str, str]], *, origin: str, progress: bool = False
@@ -135,6 +139,7 @@ class ExampleStore:
         """Import a JSON list of {"question", "sql" or "query"} (an :meth:`export` too) or a CSV with question,sql columns.
 
         An entry's own ``origin`` and ``kind`` (as :meth:`export` writes them) are kept; else ``origin`` applies.
+        SQL whose ``dialect`` is another engine's is transpiled to this database's before the checks.
         """
         return import_entries(self, source, read_entries(Path(path), origin))
 
@@ -164,7 +169,10 @@ class ExampleStore:
 
     def export(self, source_or_key: DataSource | str, path: Path | str) -> int:
         """Write the database's examples as a JSON list :meth:`import_file` reads back; how many were written."""
-        rows = [{"question": e.question, "sql": e.sql, "kind": e.kind, "origin": e.origin} for e in self.examples(source_or_key)]
+        rows = [
+            {"question": e.question, "sql": e.sql, "kind": e.kind, "origin": e.origin, "dialect": e.dialect}
+            for e in self.examples(source_or_key)
+        ]
         target = Path(path).expanduser()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -184,7 +192,9 @@ class ExampleStore:
             cursor = conn.execute("DELETE FROM examples WHERE id = ? AND db_key = ?", [example_id, _key(source_or_key)])
             return cursor.rowcount > 0
 
-    def _save(self, source: DataSource, kind: Kind, question: str, sql: str, origin: str, checked: str) -> Saved:
+    def _save(
+        self, source: DataSource, kind: Kind, question: str, sql: str, origin: str, checked: str, dialect: str
+    ) -> Saved:
         key, question_key, now = database_key(source), normalise_question(question), _now()
         with self._write() as conn:
             row = conn.execute(
@@ -192,16 +202,16 @@ class ExampleStore:
             ).fetchone()
             if row is None:
                 cursor = conn.execute(
-                    "INSERT INTO examples (db_key, db_id, kind, question, question_key, sql, origin, checked, created, updated)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [key, source.db_id, kind, question, question_key, sql, origin, checked, now, now],
+                    "INSERT INTO examples (db_key, db_id, kind, question, question_key, sql, dialect, origin, checked,"
+                    " created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [key, source.db_id, kind, question, question_key, sql, dialect, origin, checked, now, now],
                 )
                 return Saved(self._row(conn, cursor.lastrowid), "added")
             if row["sql"] == sql or (origin == TRAIN and row["origin"] != TRAIN):
                 return Saved(_example(row), "unchanged")
             conn.execute(
-                "UPDATE examples SET question = ?, sql = ?, origin = ?, checked = ?, updated = ? WHERE id = ?",
-                [question, sql, origin, checked, now, row["id"]],
+                "UPDATE examples SET question = ?, sql = ?, dialect = ?, origin = ?, checked = ?, updated = ? WHERE id = ?",
+                [question, sql, dialect, origin, checked, now, row["id"]],
             )
             return Saved(self._row(conn, row["id"]), "merged")
 
@@ -224,23 +234,39 @@ class ExampleStore:
                 return
             conn.execute("PRAGMA journal_mode = WAL")  # kept in the file: every later connection uses it
         with self._write() as conn:
+            columns = {row["name"] for row in conn.execute("PRAGMA table_info(examples)")}
+            if columns and "dialect" not in columns:  # a version 1 store
+                conn.execute("ALTER TABLE examples ADD COLUMN dialect TEXT NOT NULL DEFAULT ''")
             conn.execute(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; a SQLite error while it is used becomes an :class:`ExampleError`."""
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise ExampleError(f"cannot open the example store {self.path}: {exc}. {_FIX}") from None
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA synchronous = FULL")
-            yield conn
+            yield self._connection()
         except sqlite3.DatabaseError as exc:
             raise ExampleError(f"cannot use the example store {self.path}: {exc}. {_FIX}") from None
-        finally:
+
+    def _connection(self) -> sqlite3.Connection:
+        """One connection per thread and process, kept open: reopening a WAL file costs a checkpoint each time."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            raise ExampleError(f"cannot open the example store {self.path}: {exc}. {_FIX}") from None
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end); the store opens it again if used."""
+        conn, self._local.conn = getattr(self._local, "conn", None), None
+        if conn is not None:
             conn.close()
 
     @contextmanager
@@ -271,7 +297,7 @@ def _key(source_or_key: DataSource | str) -> str:
 def _example(row: sqlite3.Row) -> StoredExample:
     return StoredExample(
         id=row["id"], db_key=row["db_key"], kind=row["kind"], question=row["question"], sql=row["sql"],
-        origin=row["origin"], created=row["created"], checked=row["checked"],
+        origin=row["origin"], created=row["created"], checked=row["checked"], dialect=row["dialect"],
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.llm.fields import TOP_LOGPROBS
 from text2sql_dspy.programs.llm.llama_engine import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -185,6 +186,13 @@ def supports_logprobs(lm: Any) -> bool:
         return True
     provider = str(getattr(lm, "model", "")).partition("/")[0].lower()
     return provider in LOGPROB_PROVIDERS
+
+
+def logprob_config(lm: Any, **config: Any) -> dict[str, Any]:
+    """LM call options: ``config`` plus token log-probabilities where ``lm`` can return them."""
+    if supports_logprobs(lm):
+        config.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    return config
 
 
 def is_embedded_model(lm: Any) -> bool:

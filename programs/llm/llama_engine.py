@@ -176,9 +176,8 @@ def _slim_state_llama(base: type) -> type:
     """``base`` (``llama_cpp.Llama``) whose ``save_state`` keeps one row of logits, not ``n_batch`` rows.
 
     llama-cpp-python saves the state after every completion when a cache is set, and its own
-    ``save_state`` copies ``n_batch x vocab`` floats (311 MB for this model): measured 0.6 s a call
-    on 2 cores, a third of a short answer's time. ``load_state`` broadcasts the one row, and
-    re-evaluates the last token anyway, so nothing is lost.
+    ``save_state`` copies ``n_batch x vocab`` floats (311 MB for this model). ``load_state`` broadcasts
+    the one row, and re-evaluates the last token anyway, so nothing is lost.
     """
     import ctypes
 

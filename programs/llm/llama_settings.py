@@ -1,4 +1,4 @@
-"""How the embedded model is loaded into llama.cpp: one place for every engine setting and its evidence.
+"""How the embedded model is loaded into llama.cpp: one place for every engine setting.
 
 Contract:
 
@@ -9,23 +9,10 @@ Contract:
   :func:`model_params_override` applies the one model parameter that ``Llama()`` does not take
   (``use_extra_bufts``) while a model loads.
 
-Why these defaults. The figures come from measurements on this project's
-2-core AMD EPYC (no AMX), each setting in its own process, alternating:
-
-* Repacked weights (llama.cpp's extra buffer types), ``benchmarks/bench_cold_prompts.py`` (10 Spider
-  prompts of ~700 tokens evaluated cold plus 48 generated tokens each), two runs per setting: on, load 1.30/1.36 s, prompt 65.1/63.4
-  tok/s, generation 19.4/20.0 tok/s; off, load 0.67/0.64 s, prompt 68.3/68.5 tok/s, generation
-  19.2/19.5 tok/s. No faster once loaded, and twice as slow to load (which a one-question
-  ``text2sql ask`` process pays every time), so they are off by default; on AMX CPUs they also
-  crash a native build (llama.cpp issue 20824). ``TEXT2SQL_LLAMA_EXTRA_BUFTS=1`` turns them on,
-  for CPUs where they help.
-* Flash attention on the bundled 31-table schema (7,350 prompt tokens,
-  ``benchmarks/bench_long_context.py``, against the speed benchmark's raw calls): the cold read took 172 s
-  (163 s without) and answers served from the cached schema were slower, 8.3 s for 44 generated
-  tokens against ~5.5 s for ~41 without, so it stays off.
-* An earlier sweep (``benchmarks/bench_engine.py --sweep``, other jobs sharing the cores) found a
-  smaller batch (n_batch 256) and a q8_0 KV cache slower, so llama.cpp's defaults stay there (f16
-  KV, n_batch 512). Every core is used.
+Defaults: every core, llama.cpp's own batch size and f16 KV cache, flash attention off, and
+llama.cpp's extra buffer types (repacked weights) off; on AMX CPUs those crash a native build
+(llama.cpp issue 20824). The measurements behind them:
+``benchmarks/results/settings-evidence-2026-11-24/NOTES.md``.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.llm.factory import supports_prefill
+from text2sql_dspy.programs.llm.fields import field_marker
 
 __all__ = ["IN_SYSTEM_MESSAGE", "SCHEMA_FIELD", "StablePrefixAdapter"]
 
@@ -66,7 +67,7 @@ class StablePrefixAdapter(dspy.ChatAdapter):
         messages = super().format(signature, demos, {**inputs, SCHEMA_FIELD: IN_SYSTEM_MESSAGE} if moved else inputs)
         system = f"{messages[0]['content']}\n\n{super().user_message_output_requirements(signature)}"
         if moved:
-            system = f"[[ ## {SCHEMA_FIELD} ## ]]\n{schema}\n\n{system}"
+            system = f"{field_marker(SCHEMA_FIELD)}\n{schema}\n\n{system}"
         messages[0] = {**messages[0], "content": system}
         if _prefill.get() and signature.output_fields:
             messages.append({"role": "assistant", "content": reply_prefill(signature)})
@@ -79,4 +80,4 @@ class StablePrefixAdapter(dspy.ChatAdapter):
 
 def reply_prefill(signature: type[dspy.Signature]) -> str:
     """How a reply to ``signature`` starts: its first output field's marker."""
-    return f"[[ ## {next(iter(signature.output_fields))} ## ]]\n"
+    return field_marker(next(iter(signature.output_fields))) + "\n"

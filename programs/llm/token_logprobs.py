@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from dspy.lm15 import TokenLogprob, TopLogprob
 
+from text2sql_dspy.programs.llm.fields import FIELD_OPEN, field_marker
+
 __all__ = ["LogprobRecorder"]
 
 
@@ -103,14 +105,14 @@ def field_tokens(tokens: list[dict[str, Any]], marker: str) -> list[dict[str, An
     it starts inside the field's value (leading whitespace excluded).
     """
     text = "".join(str(t.get("token", "")) for t in tokens)
-    head = f"[[ ## {marker} ## ]]"
+    head = field_marker(marker)
     start = text.find(head)
     if start < 0:
         return []
     start += len(head)
     while start < len(text) and text[start].isspace():
         start += 1
-    end = text.find("[[ ##", start)
+    end = text.find(FIELD_OPEN.rstrip(), start)
     end = len(text) if end < 0 else end
     while end > start and text[end - 1].isspace():
         end -= 1

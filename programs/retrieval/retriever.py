@@ -288,8 +288,8 @@ class SemanticRetriever:
 
     ``score = (1 - keyword_weight) * cosine + keyword_weight * keyword`` where cosine is clipped
     to [0, 1] and keyword is :meth:`KeywordRetriever.scores` (BM25 over its upper bound). With
-    ``keyword_weight=0`` the retriever is purely semantic. The default blend, 0.5/0.5, measured
-    best on the bundled SaaS questions and Spider (``benchmarks/bench_retrieval.py``).
+    ``keyword_weight=0`` the retriever is purely semantic. The default blend is 0.5/0.5
+    (``benchmarks/bench_retrieval.py`` compares blends).
     """
 
     def __init__(
@@ -310,12 +310,7 @@ class SemanticRetriever:
         self._matrix = self._encode(documents) if documents else None
 
     def _encode(self, texts: Sequence[str]):
-        # One encode at a time: a Hugging Face fast tokenizer shared by threads can fail with
-        # "Already borrowed"; a query takes milliseconds, so serialising costs little.
-        with _encode_lock:
-            return self.model.encode(
-                list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-            )
+        return encode_texts(texts, self.model)
 
     def cosine_scores(self, query: str) -> dict[str, float]:
         """Cosine similarity of the query to each table document, clipped to [0, 1]."""
@@ -369,8 +364,8 @@ def _limit_torch_threads() -> None:
     """Run torch on :data:`EMBED_THREADS` intra-op threads (never more than the CPUs we may use).
 
     Embedding one question is a few milliseconds of work: extra threads gain nothing, and when
-    the cores are busy (the local LLM decoding next to us) two OpenMP threads waiting on each
-    other took ~500 ms per query against ~17 ms for one (measured with llama.cpp running).
+    the cores are busy (the local LLM decoding next to us) OpenMP threads waiting on each other
+    make it far slower.
     """
     import torch
 
@@ -380,6 +375,19 @@ def _limit_torch_threads() -> None:
     wanted = max(1, min(EMBED_THREADS, cpus))
     if torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)
+
+
+def encode_texts(texts: Sequence[str], model: SentenceTransformer | None = None) -> Any:
+    """Unit-length sentence embeddings of ``texts`` (one row each), by ``model`` or the shared MiniLM.
+
+    One encode at a time: a Hugging Face fast tokenizer shared by threads can fail with "Already
+    borrowed"; a query takes milliseconds, so serialising costs little.
+    """
+    model = model if model is not None else load_embedder()
+    with _encode_lock:
+        return model.encode(
+            list(texts), batch_size=32, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
 
 
 def load_embedder() -> SentenceTransformer:

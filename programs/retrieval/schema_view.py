@@ -18,8 +18,8 @@ from text2sql_dspy.programs.retrieval.retriever import make_retriever
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "schema_view"]
 
-# Qwen2.5's tokenizer on rendered DDL with comments: measured 3.6-3.9 characters a token on the
-# bundled and Spider schemas; 3.5 keeps the estimate on the safe side.
+# Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
+# estimate errs on the safe side.
 CHARS_PER_TOKEN = 3.5
 DEFAULT_SCHEMA_BUDGET = 9000  # tokens; the bundled 31-table schema is ~8,000
 
@@ -31,6 +31,7 @@ class SchemaView:
     tables: list[str]
     text: str
     whole: bool
+    demos: tuple = ()  # verified question->SQL pairs of this database shown before the question (dspy.Example)
 
 
 def estimated_tokens(text: str) -> int:

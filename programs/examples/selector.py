@@ -1,0 +1,157 @@
+"""Which stored pairs a question is shown: the k most similar verified pairs of the same database, as demos.
+
+The drafting predictor (:class:`~text2sql_dspy.signatures.DraftSQL`) takes them as ordinary DSPy
+demos, after the schema (which the prompt keeps in its cached system message) and before the
+question, so every program, optimizer and evaluation sees them the same way. Similarity is the
+cosine of MiniLM sentence embeddings (the model the table retriever loads). With ``mask``, schema
+words and literal values are masked in both questions first (DAIL-SQL's question masking), so
+pairs are matched on what is asked rather than on which table it names.
+
+The database's notes (short facts in the user's words) are not ranked: they are few, so all of
+them follow the schema, where they stay in the prompt's cached prefix.
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+import numpy as np
+
+from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.examples.identity import database_key, normalise_question
+from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
+from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
+
+__all__ = ["DEFAULT_K", "ExampleSelector", "mask_question"]
+
+DEFAULT_K = 4
+MASK, UNKNOWN = "<mask>", "<unk>"
+
+
+@dataclass
+class _Index:
+    """One database's pairs and their embeddings, valid while the stored pairs are unchanged."""
+
+    signature: tuple
+    pairs: list[StoredExample]
+    matrix: Any  # (pairs, dim) unit vectors, or None without pairs
+    notes: list[str] = field(default_factory=list)
+
+
+class ExampleSelector:
+    """Chooses demos from an :class:`~.store.ExampleStore` for each question (see the module docstring)."""
+
+    def __init__(self, store: ExampleStore, *, k: int = DEFAULT_K, mask: bool = False, exclude_same_question: bool = False):
+        """``exclude_same_question``: never show a pair whose question is the one asked (for scoring on stored
+        questions, as compile does, where showing a question its own answer would teach nothing)."""
+        self.store = store
+        self.k = k
+        self.mask = mask
+        self.exclude_same_question = exclude_same_question
+        self._indexes: dict[str, _Index] = {}
+        self._lock = threading.Lock()
+
+    def demos(self, source: DataSource, question: str) -> list[dspy.Example]:
+        """The ``k`` most similar pairs of ``source``'s database, most similar last (nearest the question)."""
+        index = self._index(source)
+        if self.k <= 0 or not index.pairs:
+            return []
+        scores = index.matrix @ self._embed([self._text(question, source)])[0]
+        asked = normalise_question(question)
+        ranked = [i for i in np.argsort(-scores, kind="stable")
+                  if not (self.exclude_same_question and normalise_question(index.pairs[i].question) == asked)]
+        chosen = [index.pairs[i] for i in ranked[: self.k]]
+        return [as_demo(pair) for pair in reversed(chosen)]
+
+    def notes(self, source: DataSource) -> list[str]:
+        """Every note stored for ``source``'s database, oldest first."""
+        return list(self._index(source).notes)
+
+    def _index(self, source: DataSource) -> _Index:
+        examples = self.store.examples(source)
+        signature = tuple((e.id, e.question, e.sql) for e in examples)
+        key = database_key(source)
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is None or index.signature != signature:
+                pairs = [e for e in examples if e.kind == "pair"]
+                matrix = self._embed([self._text(p.question, source) for p in pairs]) if pairs else None
+                index = _Index(signature, pairs, matrix, [e.question for e in examples if e.kind == "note"])
+                self._indexes[key] = index
+            return index
+
+    def _text(self, question: str, source: DataSource) -> str:
+        return mask_question(question, source) if self.mask else question
+
+    @staticmethod
+    def _embed(texts: Sequence[str]) -> Any:
+        from text2sql_dspy.programs.retrieval.retriever import encode_texts
+
+        return encode_texts(texts)
+
+
+def as_demo(pair: StoredExample) -> dspy.Example:
+    """A stored pair as a complete :class:`~text2sql_dspy.signatures.DraftSQL` demo over the same (cached) schema."""
+    return dspy.Example(table_schemas=IN_SYSTEM_MESSAGE, question=pair.question, hints="", sql=pair.sql)
+
+
+def with_notes(schema_text: str, notes: list[str]) -> str:
+    """The schema text followed by the user's notes, as SQL comments (part of the cached prefix)."""
+    if not notes:
+        return schema_text
+    lines = "\n".join(f"-- {' '.join(note.split())}" for note in notes)
+    return f"{schema_text}\n\n-- Notes from the people who use this database:\n{lines}"
+
+
+def mask_question(question: str, source: DataSource) -> str:
+    """``question`` with words naming a table or column replaced by ``<mask>`` and numbers or quoted values by ``<unk>``."""
+    names = {part for name in _schema_names(source) for part in name.lower().split("_") if len(part) > 2}
+    names |= {name.lower() for name in _schema_names(source)}
+    out = []
+    for word in _words(question):
+        bare = word.strip(".,;:!?()").lower()
+        if _is_value(word):
+            out.append(UNKNOWN)
+        elif bare in names or bare.rstrip("s") in names:
+            out.append(MASK)
+        else:
+            out.append(word)
+    return " ".join(out)
+
+
+def _schema_names(source: DataSource) -> list[str]:
+    return [t.name for t in source.catalog.tables] + [c.name for t in source.catalog.tables for c in t.columns]
+
+
+def _words(text: str) -> list[str]:
+    """Words, with a quoted value ('...' or "...") kept as one word."""
+    words, current, quote = [], [], None
+    for char in unicodedata.normalize("NFKC", text):
+        if quote is None and char in "'\"" and not current:
+            quote = char
+            current.append(char)
+        elif quote is not None and char == quote:
+            current.append(char)
+            words.append("".join(current))
+            current, quote = [], None
+        elif quote is None and char.isspace():
+            if current:
+                words.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if current:
+        words.append("".join(current))
+    return words
+
+
+def _is_value(word: str) -> bool:
+    bare = word.strip(".,;:!?()")
+    if len(bare) >= 2 and bare[0] == bare[-1] and bare[0] in "'\"":
+        return True
+    return any(ch.isdigit() for ch in bare) and all(ch.isdigit() or ch in ".,-/:%$" for ch in bare)

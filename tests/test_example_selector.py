@@ -1,0 +1,123 @@
+"""Stored pairs shown to the drafting step: which ones, where in the prompt, and through compile and make_program."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dspy.utils.dummies import DummyLM
+
+from text2sql_dspy.optimize.compile_command import main as compile_main
+from text2sql_dspy.programs.agents.react import ReActAgentV2
+from text2sql_dspy.programs.agents.registry import make_program, metadata_path
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.examples.selector import ExampleSelector, mask_question, with_notes
+from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
+from tests.fakes import GOOD_SQL, draft
+from tests.tiny_db import write_spider_folder
+
+PAIRS = [
+    ("How many organizations are there?", "SELECT count(*) FROM organizations"),
+    ("Which users never logged in?", "SELECT full_name FROM users WHERE last_login_at IS NULL"),
+    ("How many users are blocked?", "SELECT count(DISTINCT user_id) FROM blocks WHERE unblocked_at IS NULL"),
+    ("How many failed logins are there?", "SELECT count(*) FROM login_attempts WHERE success = 0"),
+]
+
+
+@pytest.fixture()
+def store(tmp_path: Path, tiny_db: Path, tiny_schemas: Path) -> ExampleStore:
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    source = open_source(tiny_db, tiny_schemas)
+    for question, sql in PAIRS:
+        store.add_pair(source, question, sql)
+    store.add_note(source, "A failed login is a login_attempts row with success = 0.")
+    return store
+
+
+def test_the_nearest_pairs_of_the_same_database_come_last(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
+    source = open_source(tiny_db, tiny_schemas)
+    demos = ExampleSelector(store, k=2).demos(source, "How many failed login attempts did users make?")
+    assert len(demos) == 2
+    assert demos[-1].question == "How many failed logins are there?"  # the nearest sits next to the question
+    assert demos[-1].sql == "SELECT count(*) FROM login_attempts WHERE success = 0"
+    assert demos[-1].table_schemas == IN_SYSTEM_MESSAGE and demos[-1].hints == ""
+
+
+def test_a_question_is_never_shown_its_own_pair_when_scoring_stored_questions(
+    store: ExampleStore, tiny_db: Path, tiny_schemas: Path
+) -> None:
+    source = open_source(tiny_db, tiny_schemas)
+    asked = "How many users are blocked?"
+    assert asked in [d.question for d in ExampleSelector(store, k=4).demos(source, asked)]
+    held_out = ExampleSelector(store, k=4, exclude_same_question=True).demos(source, asked)
+    assert asked not in [d.question for d in held_out] and len(held_out) == 3
+
+
+def test_pairs_of_another_database_are_never_shown(store: ExampleStore, tmp_path: Path, tiny_db: Path) -> None:
+    other = open_source(tiny_db)  # the same file without the schema folder: same names, so the same identity
+    assert ExampleSelector(store).demos(other, "How many organizations?")
+    copy = tmp_path / "other.sqlite"
+    copy.write_bytes(tiny_db.read_bytes())
+    renamed = open_source(copy)  # the same tables under another db_id: another database
+    assert ExampleSelector(store).demos(renamed, "How many organizations?") == []
+
+
+def test_a_new_pair_is_seen_without_rebuilding_the_selector(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
+    source = open_source(tiny_db, tiny_schemas)
+    selector = ExampleSelector(store, k=1)
+    assert selector.demos(source, "Which organizations are on the Business plan?")[0].question != "Which organizations use Business?"
+    store.add_pair(source, "Which organizations use Business?", "SELECT name FROM organizations WHERE plan = 'Business'")
+    assert selector.demos(source, "Which organizations are on the Business plan?")[0].question == "Which organizations use Business?"
+
+
+@pytest.mark.parametrize(
+    ("question", "masked"),
+    [
+        ("How many users are blocked?", "How many <mask> are <mask>"),  # blocked_at names a column
+        ("List organizations on plan 'Business'", "List <mask> on <mask> <unk>"),
+        ("Users with more than 3 failed logins", "<mask> with more than <unk> failed <mask>"),
+        ("What is the email of Ann Lee?", "What is the <mask> of Ann Lee?"),
+    ],
+)
+def test_masking_hides_schema_words_and_values(question: str, masked: str, tiny_db: Path, tiny_schemas: Path) -> None:
+    assert mask_question(question, open_source(tiny_db, tiny_schemas)) == masked
+
+
+def test_notes_follow_the_schema_as_comments() -> None:
+    assert with_notes("CREATE TABLE t (a INT);", []) == "CREATE TABLE t (a INT);"
+    text = with_notes("CREATE TABLE t (a INT);", ["a failed  login is\nsuccess = 0"])
+    assert text.startswith("CREATE TABLE t (a INT);\n\n-- Notes") and text.endswith("-- a failed login is success = 0")
+
+
+def test_the_drafting_prompt_shows_the_schema_then_the_pairs_then_the_question(
+    store: ExampleStore, tiny_db: Path, tiny_schemas: Path
+) -> None:
+    lm = DummyLM([draft(GOOD_SQL)] * 3)
+    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, examples=store, k_examples=2)
+    program.run("How many users are suspended?")
+    messages = lm.history[0]["messages"]
+    system, *demo_turns, last = [m for m in messages if m["role"] != "assistant" or "login_attempts" in m["content"]
+                                 or "blocks" in m["content"] or "organizations" in m["content"] or "users" in m["content"]]
+    assert system["content"].startswith("[[ ## table_schemas ## ]]") and "Notes from the people" in system["content"]
+    assert "A failed login is a login_attempts row" in system["content"]
+    shown = "\n".join(m["content"] for m in demo_turns)
+    assert "How many users are blocked?" in shown and "unblocked_at IS NULL" in shown
+    assert "How many users are suspended?" in last["content"] and "How many users are blocked?" not in last["content"]
+
+
+def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_store(tmp_path: Path, tiny_db: Path) -> None:
+    data = write_spider_folder(tmp_path / "spider", tiny_db, {"train": PAIRS, "dev": []})
+    out = tmp_path / "compiled" / "v2.json"
+    argv = ["--program", "v2", "--optimizer", "none", "--data", str(data), "--out", str(out), "--retrieval", "keyword",
+            "--dev-limit", "0", "--metric", "execution"]
+    assert compile_main(argv) == 0
+    meta = json.loads(metadata_path(out).read_text())
+    assert meta["examples"] == "v2.examples.sqlite" and meta["learned"] == {"added": 4, "already_stored": 0, "refused": 0}
+    program = make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
+    assert program.selector is not None and program.selector.store.path == out.with_suffix(".examples.sqlite")
+    (out.with_suffix(".examples.sqlite")).unlink()
+    with pytest.raises(ConfigurationError, match="example store .* is missing"):
+        make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
