@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dspy.utils import DummyLM
 
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.examples.store import ExampleStore
-from text2sql_dspy.programs.web.service import Service
+from text2sql_dspy.programs.web import service as web_service
+from text2sql_dspy.programs.web.service import ServeConfig, Service
+from tests.fakes import draft
 from tests.web_fakes import FAILED_BY_USER, client_for, scripted_service
 
 QUESTION = "Which users failed to log in, and how often?"
@@ -99,3 +102,27 @@ def test_saved_pairs_outlive_the_server(tiny_db: Path, store_path: Path) -> None
         assert QUESTION in page and "No questions asked yet." in page  # this server's history is new; the store is not
     finally:
         second.close()
+
+
+def test_a_saved_pair_is_shown_to_the_next_answers(tiny_db: Path, store_path: Path) -> None:
+    lm = DummyLM([draft(FAILED_BY_USER)] * 5)
+    service = scripted_service(tiny_db, lm, examples_path=store_path)
+    client = client_for(service)
+    try:
+        assert client.post("/api/examples", json={"question": QUESTION, "sql": CORRECTED}).status_code == 201
+        assert client.post("/api/ask", json={"question": "Who failed to sign in most often?"}).status_code == 200
+    finally:
+        service.close()
+    prompt = "\n".join(str(m.get("content")) for m in lm.history[-1]["messages"])
+    assert QUESTION in prompt and "ORDER BY failed DESC, u.email LIMIT 10" in prompt  # the pair, as a demo
+
+
+def test_the_store_is_the_one_given_else_the_compiled_programs_else_the_default(tmp_path: Path) -> None:
+    compiled = tmp_path / "v2.json"
+    compiled.write_text("{}")
+    (tmp_path / "v2.meta.json").write_text('{"program": "v2", "examples": "v2.examples.sqlite"}')
+    (tmp_path / "v2.examples.sqlite").touch()
+    given = tmp_path / "mine.sqlite"
+    assert web_service.store_path(ServeConfig({"tiny": "x"}, program=str(compiled), examples_path=given)) == given
+    assert web_service.store_path(ServeConfig({"tiny": "x"}, program=str(compiled))) == tmp_path / "v2.examples.sqlite"
+    assert web_service.store_path(ServeConfig({"tiny": "x"}, program="v2")) is None  # ExampleStore(None): the default store

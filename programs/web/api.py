@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from text2sql_dspy.programs.agents.base import MAX_QUESTION_CHARS
+from text2sql_dspy.programs.question import MAX_QUESTION_CHARS
 from text2sql_dspy.programs.web.jobs import Job
 from text2sql_dspy.programs.web.service import Service
 

@@ -7,6 +7,7 @@ one model serves one question at a time. The example store is opened on first us
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -15,12 +16,14 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.agents.base import Text2SQLProgram, check_question
-from text2sql_dspy.programs.agents.registry import PROGRAMS, make_program
+from text2sql_dspy.programs.agents.base import Text2SQLProgram
+from text2sql_dspy.programs.agents.registry import PROGRAMS, compiled_store, make_program, metadata_path
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.progress import listen
+from text2sql_dspy.programs.question import check_question
 from text2sql_dspy.programs.web.answer import Answer, build_answer
 from text2sql_dspy.programs.web.jobs import AnswerQueue, Job
 
@@ -41,6 +44,21 @@ class ServeConfig:
     max_waiting: int = 8
     timeout_s: float = 180.0
     max_body_bytes: int = 64 * 1024
+
+
+def store_path(config: ServeConfig) -> Path | None:
+    """``--examples``, else the store a compiled ``--program`` learned from (kept beside it), else None: the
+    default store (``$TEXT2SQL_EXAMPLES``, else the user cache's), as ``text2sql ask`` chooses."""
+    if config.examples_path is not None:
+        return config.examples_path
+    compiled = Path(config.program)
+    if compiled.suffix != ".json":
+        return None
+    try:
+        meta = json.loads(metadata_path(compiled).read_text())
+    except (OSError, ValueError):
+        return None  # make_program names what is wrong with the compiled file
+    return compiled_store(compiled, meta) if meta.get("examples") else None
 
 
 def database_names(targets: list[str]) -> dict[str, str]:
@@ -84,7 +102,7 @@ class Service:
         self._programs: dict[str, Text2SQLProgram] = {}
         self._lock = threading.Lock()  # programs (building one loads the model)
         self._store_lock = threading.Lock()
-        self._store: Any = None
+        self._store: ExampleStore | None = None
         self.history: deque[HistoryEntry] = deque(maxlen=HISTORY_LENGTH)
         for name in config.databases:
             self.source(name)  # a missing or unreadable database fails at start, not at the first question
@@ -129,7 +147,8 @@ class Service:
     def program(self, spec: str) -> Text2SQLProgram:
         with self._lock:
             if spec not in self._programs:
-                self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm, **self._program_options)
+                options = {"examples": self.store, **self._program_options}  # shown the pairs the page saves
+                self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm, **options)
             return self._programs[spec]
 
     def _answer(self, job: Job) -> Answer:
@@ -145,13 +164,11 @@ class Service:
         return build_answer(question.question, question.db, question.program, fields, self.source(question.db))
 
     @property
-    def store(self) -> Any:
-        """The example store (``--examples PATH``, else ``$TEXT2SQL_EXAMPLES``, else the user cache's)."""
+    def store(self) -> ExampleStore:
+        """The store "Right" saves into and every program is shown: see :func:`store_path`."""
         with self._store_lock:
             if self._store is None:
-                from text2sql_dspy.programs.examples.store import ExampleStore
-
-                self._store = ExampleStore(self.config.examples_path)
+                self._store = ExampleStore(store_path(self.config))
             return self._store
 
     def close(self) -> None:
