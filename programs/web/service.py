@@ -2,7 +2,8 @@
 
 One LM (the embedded model unless ``--model`` names another) is built once and shared by every
 program the page offers; the :class:`~.jobs.AnswerQueue`'s single worker is the only caller, so
-one model serves one question at a time. The example store is opened on first use.
+one model serves one question at a time. Every program is shown the example store the page saves
+into (:func:`store_path`), so a pair confirmed or corrected on the page guides the next answers.
 """
 
 from __future__ import annotations
