@@ -97,6 +97,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                 "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--no-pings",
                  "--window-size=1360,1500", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=options)  # no Selenium Manager download
