@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from text2sql_dspy.programs.dataset import ensure_bundled_database  # noqa: E402
+from text2sql_dspy.programs.bundled import ensure_bundled_database  # noqa: E402
 from tests.adversarial_corpus import (  # noqa: E402
     CASE_BOUND_S,
     Arena,

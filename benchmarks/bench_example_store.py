@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from text2sql_dspy.programs.dataset import BUNDLED_DATA  # noqa: E402
+from text2sql_dspy.programs.bundled import BUNDLED_DATA  # noqa: E402
 from text2sql_dspy.programs.examples.store import ExampleStore  # noqa: E402
 
 

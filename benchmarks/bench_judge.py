@@ -40,7 +40,8 @@ from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.react import SAMPLE_TEMPERATURE
 from text2sql_dspy.programs.agents.registry import make_program
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.db.execution_facts import facts_of
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.llm.factory import build_lm

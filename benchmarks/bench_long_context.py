@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.llm.factory import build_lm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -2,7 +2,7 @@
 
 For every question of the local Spider sample (``dev.json``, ``train.json``) and, when present,
 of the bundled SaaS database (``data/{train,dev,test}.json``), the gold query's tables are taken
-from its parse (sqlglot ``exp.Table`` nodes minus CTE names) and compared with what each
+from its parse (:func:`~text2sql_dspy.programs.db.tables_read.tables_read`) and compared with what each
 retriever returns for the question. Printed per dataset, retriever and k:
 
 * ``recall``  — mean share of the gold tables retrieved;
@@ -41,10 +41,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import sqlglot  # noqa: E402
-from sqlglot import exp  # noqa: E402
-
 from text2sql_dspy.programs.db.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
+from text2sql_dspy.programs.db.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     DEFAULT_KEYWORD_WEIGHT,
     KeywordRetriever,
@@ -55,22 +53,6 @@ from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
 
 DEFAULT_SPIDER = Path("/work/shared/benchmarks/spider-public")
 KS = (3, 5)
-
-
-def gold_tables(sql: str) -> set[str] | None:
-    """Lower-cased names of the tables ``sql`` reads (CTE names excluded), or None if unparsable."""
-    try:
-        trees = sqlglot.parse(sql, read="sqlite")
-    except sqlglot.errors.ParseError:
-        return None
-    names: set[str] = set()
-    ctes: set[str] = set()
-    for tree in trees:
-        if tree is None:
-            continue
-        names |= {t.name.lower() for t in tree.find_all(exp.Table) if t.name}
-        ctes |= {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
-    return names - ctes
 
 
 def with_samples_if_present(catalog: Catalog, db_path: Path) -> Catalog:
@@ -140,7 +122,7 @@ def evaluate(
     for r in records:
         catalog = catalogs[r["db_id"]]
         known = {t.lower() for t in catalog.table_names}
-        gold = gold_tables(r["query"])
+        gold = tables_read(r["query"])
         if gold:
             gold &= known
         golds.append(gold or None)

@@ -38,7 +38,8 @@ from text2sql_dspy.optimize.evaluation import scored
 from text2sql_dspy.optimize.metrics import COMPARISON_VERSION
 from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.registry import make_program
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.llm.factory import build_lm
 from text2sql_dspy.programs.llm.llama_engine import EngineStats

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from text2sql_dspy.programs.cli import Command, non_negative_int, positive_int
-from text2sql_dspy.programs.dataset import BUNDLED_DATA
+from text2sql_dspy.programs.command import Command, non_negative_int, positive_int
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``text2sql compile`` and ``python -m optimize``."""

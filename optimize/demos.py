@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.db.tables_read import tables_read
 
 NO_DEMO_PREDICTORS = ("agent.react", "agent.extract", "judge")  # and the predictors inside them
 
@@ -45,7 +46,7 @@ def with_gold_draft(example: dspy.Example) -> dspy.Example:
     supplied. Examples whose gold SQL reads no known table are returned unchanged.
     """
     source = open_source(example.db_path)
-    used = tables_used(example.gold_sql)
+    used = tables_read(example.gold_sql)
     tables = [name for name in source.catalog.table_names if name.lower() in used]
     if not tables:
         return example
@@ -56,19 +57,10 @@ def _compact(demo: Any) -> Any:
     schemas, sql = demo.get("table_schemas"), demo.get("sql") or demo.get("sql_query")
     if not isinstance(schemas, str) or not isinstance(sql, str):
         return demo
-    used = tables_used(sql)
+    used = tables_read(sql)
     if not used:
         return demo
     return demo.copy(table_schemas=keep_tables(schemas, used))
-
-
-def tables_used(sql: str) -> set[str]:
-    """Lower-cased names of the tables ``sql`` reads (CTE names included, harmlessly); empty if it does not parse."""
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return set()
-    return {t.name.lower() for t in tree.find_all(exp.Table)} if tree is not None else set()
 
 
 def keep_tables(rendered: str, names: Iterable[str]) -> str:

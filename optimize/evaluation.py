@@ -21,8 +21,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from text2sql_dspy.programs.cli import Command, positive_int
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, load_split
+from text2sql_dspy.programs.command import Command, positive_int
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
 
 DEFAULT_OUT = Path("runs") / "latest"

@@ -1,86 +1,16 @@
-"""The ``text2sql`` command: ``ask``, ``compile``, ``evaluate``, ``learn``, ``examples`` and ``serve``.
+"""``text2sql ask``: a question in, SQL (and optionally its rows) out.
 
 ``text2sql ask "question" [--db PATH|URL] [--program baseline|v1|v2|PATH.json] [--model M] [--judge-model M]
 [--trace] [--execute] [--save]`` prints the SQL, its confidence and the judge's score; ``--save`` stores the
-pair in the example store. ``text2sql learn`` and ``text2sql examples`` live in :mod:`.examples.commands`,
-``text2sql serve`` (the web page and JSON API) in :mod:`.web.serve_command`.
-``text2sql compile`` (also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
-:mod:`text2sql_dspy.optimize`. A user's mistake (empty question, missing database, bad model
-string, missing API key) exits 2 with one line that names the fix, never a traceback.
+pair in the example store. The whole command line is :mod:`text2sql_dspy.cli`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from text2sql_dspy.programs.errors import Text2SQLError
-
-EXIT_USER_ERROR = 2
-
-
-def positive_int(text: str) -> int:
-    """argparse type for counts that must be at least 1 (rows, top-k, limits, threads)."""
-    return _whole_number(text, minimum=1)
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type for counts where 0 means "none" (e.g. dev questions scored around a compile)."""
-    return _whole_number(text, minimum=0)
-
-
-def _whole_number(text: str, *, minimum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class Command:
-    """A ``text2sql`` subcommand; :meth:`main` also runs it as a script of its own."""
-
-    name: str
-    description: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-    def main(self, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
-        parser = argparse.ArgumentParser(prog=prog, description=self.description)
-        self.add_arguments(parser)
-        return run_command(self.run, parser.parse_args(argv))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="text2sql", description="Turn a question into safe, validated SQL.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for command in commands():
-        command_parser = sub.add_parser(command.name, help=command.description, description=command.description)
-        command.add_arguments(command_parser)
-        command_parser.set_defaults(run=command.run)
-    return parser
-
-
-def commands() -> list[Command]:
-    """Every subcommand, in the order ``--help`` lists them."""
-    from text2sql_dspy.optimize.compile_command import COMPILE  # imported here: they import this module
-    from text2sql_dspy.optimize.evaluation import EVALUATE
-    from text2sql_dspy.programs.examples.commands import EXAMPLES, LEARN
-    from text2sql_dspy.programs.web.serve_command import SERVE
-
-    return [ASK, COMPILE, EVALUATE, LEARN, EXAMPLES, SERVE]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return run_command(args.run, args)
-
+from text2sql_dspy.programs.command import Command, positive_int
 
 def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("question")
@@ -105,21 +35,9 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("--no-examples", action="store_true", help="show no stored pairs or notes")
 
 
-def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command; a user's mistake prints one ``error:`` line and exits 2, Ctrl-C exits 130."""
-    try:
-        return command(args)
-    except Text2SQLError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-
-
 def ask(args: argparse.Namespace) -> int:
     from text2sql_dspy.programs.question import check_question
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.bundled import ensure_bundled_database
     from text2sql_dspy.programs.agents.registry import make_program
 
     question = check_question(args.question)
@@ -194,7 +112,3 @@ def print_rows(outcome) -> None:  # noqa: ANN001 - QueryResult, imported lazily
 
 
 ASK = Command("ask", "answer one question", add_ask_arguments, ask)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

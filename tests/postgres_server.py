@@ -150,7 +150,7 @@ def build_spider_like(path: Path) -> Path:
 
 def load_test_databases(server: Server) -> None:
     """``saas`` (the bundled database) and ``spider_like`` (plus a ``billing`` schema), readable by the reader role."""
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.bundled import ensure_bundled_database
     from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 
     copy_sqlite_database(ensure_bundled_database(), server.create_database("saas"))

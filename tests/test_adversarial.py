@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from text2sql_dspy.programs.agents.react import ReActAgent
-from text2sql_dspy.programs.dataset import ensure_bundled_database
-from text2sql_dspy.programs.db.validator import ValidationResult, clean_sql
+from text2sql_dspy.programs.bundled import ensure_bundled_database
+from text2sql_dspy.programs.db.reply import clean_sql
+from text2sql_dspy.programs.db.validator import ValidationResult
 from tests.adversarial_corpus import (
     CASE_BOUND_S,
     Arena,

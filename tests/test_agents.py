@@ -18,7 +18,7 @@ from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import combined_confidence
 from text2sql_dspy.programs.agents.react import DEFAULT_REPAIR_STEPS, ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
-from text2sql_dspy.programs.dataset import BUNDLED_SCHEMAS
+from text2sql_dspy.programs.bundled import BUNDLED_SCHEMAS
 from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.db.validator import ValidationResult

@@ -11,7 +11,7 @@ import pytest
 
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
-from text2sql_dspy.programs.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.cli import EXIT_USER_ERROR, main
 from text2sql_dspy.programs.errors import DatabaseError, QuestionError
 from tests.adversarial_corpus import obeying_lm, sha256
 from tests.test_cli import run_cli

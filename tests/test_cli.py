@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from text2sql_dspy.optimize import compile_command, evaluation
-from text2sql_dspy.programs.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.cli import EXIT_USER_ERROR, main
 
 REPO = Path(__file__).resolve().parent.parent
 

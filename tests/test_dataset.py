@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.programs import dataset
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, database_path, ensure_bundled_database, load_split
+from text2sql_dspy.programs import bundled as dataset  # the bundled database lives in programs/bundled.py
+from text2sql_dspy.programs.dataset import database_path, load_split
+from text2sql_dspy.programs.bundled import BUNDLED_DATA, ensure_bundled_database
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.react import ReActAgent
-from text2sql_dspy.programs.cli import main
-from text2sql_dspy.programs.dataset import bundled_database_file, load_split
+from text2sql_dspy.cli import main
+from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.bundled import bundled_database_file
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.database import open_database
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
@@ -28,7 +29,7 @@ from tests.postgres_server import Server
 
 @pytest.fixture(scope="module")
 def bundled_sqlite_catalog():
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.bundled import ensure_bundled_database
 
     return open_source(ensure_bundled_database()).catalog
 

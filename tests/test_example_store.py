@@ -17,7 +17,7 @@ import pytest
 from tests.fakes import BAD_SQL, GOOD_SQL
 from tests.store_worker import pair
 from tests.tiny_db import build_tiny_db, write_spider_folder
-from text2sql_dspy.programs.dataset import BUNDLED_DATA
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.db.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.examples.checks import STATIC_ONLY
@@ -366,7 +366,7 @@ def test_a_version_1_store_gains_the_dialect_column_and_keeps_its_pairs(tmp_path
 
 def test_the_same_database_on_postgresql_keeps_its_pairs(postgres, store: ExampleStore, tmp_path: Path) -> None:  # noqa: ANN001
     """The bundled database served from PostgreSQL: the same key, and its SQLite gold split goes in transpiled."""
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.bundled import ensure_bundled_database
 
     on_sqlite, on_postgres = open_source(ensure_bundled_database()), open_source(postgres.reader_url("saas"))
     assert database_key(on_postgres) == database_key(on_sqlite)

@@ -13,7 +13,7 @@ import pytest
 
 from text2sql_dspy.programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
 from text2sql_dspy.programs.llm import factory, model_files, pricing
-from dspy.lm15 import Config, FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
+from dspy.lm15 import FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
 
 from text2sql_dspy.programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, _llama_response_format, request_to_messages
 

@@ -12,7 +12,8 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize.compile_command import main as optimize_main
-from text2sql_dspy.optimize.demos import keep_tables, tables_used
+from text2sql_dspy.optimize.demos import keep_tables
+from text2sql_dspy.programs.db.tables_read import tables_read
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
 from text2sql_dspy.optimize.trace_audit import TraceAudit
@@ -158,9 +159,9 @@ def test_judge_gold_metric_uses_the_reward_judge(tiny_db: Path) -> None:
 
 def test_demo_schemas_keep_only_the_tables_their_sql_uses() -> None:
     rendered = "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)\n\n-- relevance 0.2\nCREATE TABLE blocks (id INTEGER)"
-    kept = keep_tables(rendered, tables_used("SELECT u.id FROM users AS u"))
+    kept = keep_tables(rendered, tables_read("SELECT u.id FROM users AS u"))
     assert kept == "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)"
-    assert tables_used("not sql at all (") == set()
+    assert tables_read("not sql at all (") == set()
 
 
 # --------------------------------------------------------------------------- compile
@@ -197,7 +198,7 @@ def test_bootstrap_compile_saves_state_and_sidecar_and_loads_back(tmp_path: Path
     state = state_of(out)
     demo = state["draft"]["demos"][0]
     assert demo["sql"] in {sql for _, sql in TRAIN}
-    assert tables_used(demo["sql"]) >= {t.lower() for t in _created(demo["table_schemas"])}
+    assert tables_read(demo["sql"]) >= {t.lower() for t in _created(demo["table_schemas"])}
     program = make_program(str(out), db_path=tiny_db, retrieval_type="keyword")
     assert [d["question"] for d in program.draft.demos] == [d["question"] for d in state["draft"]["demos"]]
 
@@ -268,7 +269,7 @@ def test_labeled_demos_teach_the_gold_sql_when_nothing_bootstraps(tmp_path: Path
     for demo in demos:
         gold = dict(TRAIN)[demo["question"]]
         assert demo["sql"] == gold and "explanation" not in demo
-        assert {t.lower() for t in _created(demo["table_schemas"])} == tables_used(gold)
+        assert {t.lower() for t in _created(demo["table_schemas"])} == tables_read(gold)
 
     program = make_program(str(out), db_path=tiny_db, retrieval_type="keyword")
     lm = scripted(DEV)

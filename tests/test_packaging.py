@@ -28,7 +28,7 @@ IMPORT_NAME = "text2sql_dspy"
 PROBE = """
 import json, evaluate, text2sql_dspy
 from text2sql_dspy import bundled_database, make_program
-from text2sql_dspy.programs.dataset import BUNDLED_DATA, BUNDLED_SCHEMAS
+from text2sql_dspy.programs.bundled import BUNDLED_DATA, BUNDLED_SCHEMAS
 print(json.dumps({
     "evaluate_file": evaluate.__file__, "evaluate_version": evaluate.__version__,
     "evaluate_has_load": callable(getattr(evaluate, "load", None)),

@@ -109,3 +109,22 @@ def test_a_new_engine_starts_from_the_prefix_saved_on_disk(local_lm: dspy.LM, tm
     result, cached_second = second.chat(messages, max_tokens=4, temperature=0.0)
     second.close()
     assert cached_second > 0.8 * result["usage"]["prompt_tokens"], "a new process reuses the saved prefix"
+
+
+def test_a_stored_pair_changes_the_answer(local_lm: dspy.LM, tiny_db, tiny_schemas, tmp_path) -> None:
+    """A house rule no schema states ('VIP' means the first organization) is learned from one verified pair."""
+    from text2sql_dspy import Baseline
+    from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.llm.factory import build_lm
+
+    store = ExampleStore(tmp_path / "examples.sqlite")
+    source_options = {"schema_path": tiny_schemas, "retrieval_type": "keyword", "lm": build_lm("local")}
+    learner = Baseline(tiny_db, **source_options, examples=store)
+    store.add_pair(learner.source(), "How many VIP users are there?",
+                   "SELECT count(*) FROM users WHERE organization_id = 1")
+    question = "List the emails of the VIP users."
+    without = Baseline(tiny_db, **source_options).run(question)["query"]
+    with_pair = learner.run(question)["query"]
+    rows = learner.source().database.execute(with_pair)
+    assert rows.ok and sorted(r[0] for r in rows.rows) == ["ann@acme.test", "bob@acme.test"], with_pair
+    assert "organization_id = 1" in with_pair and "organization_id = 1" not in without, (without, with_pair)

@@ -12,7 +12,8 @@ import pytest
 
 from text2sql_dspy.programs.db.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import SQLiteDatabase
-from text2sql_dspy.programs.db.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult, clean_sql
+from text2sql_dspy.programs.db.reply import clean_sql
+from text2sql_dspy.programs.db.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult
 
 DDL = """
 CREATE TABLE organizations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT);

@@ -58,7 +58,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     log = (tmp_path_factory.mktemp("log") / "serve.log").open("w")
     env = {k: v for k, v in os.environ.items() if k != "TEXT2SQL_TOKEN"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "text2sql_dspy.programs.cli", "serve", "--port", str(port), "--examples", str(store),
+        [sys.executable, "-m", "text2sql_dspy.cli", "serve", "--port", str(port), "--examples", str(store),
          "--timeout", str(ANSWER_WAIT_S)],
         stdout=log, stderr=subprocess.STDOUT, env=env,
     )

@@ -11,7 +11,7 @@ import pytest
 from text2sql_dspy.programs.web.answer import confidence_words, judge_words, pretty_sql
 from text2sql_dspy.programs.web.chart import choose_chart
 from text2sql_dspy.programs.web.serve_command import TOKEN_ENV
-from text2sql_dspy.programs.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.cli import EXIT_USER_ERROR, main
 
 
 def test_a_category_and_a_number_make_a_bar_chart() -> None:
@@ -83,6 +83,6 @@ def test_serve_on_a_missing_database_exits_2(capsys: pytest.CaptureFixture[str])
 
 
 def test_serve_is_listed_in_help() -> None:
-    out = subprocess.run([sys.executable, "-m", "text2sql_dspy.programs.cli", "serve", "--help"],
+    out = subprocess.run([sys.executable, "-m", "text2sql_dspy.cli", "serve", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "--examples" in out and "--host" in out and "TEXT2SQL_TOKEN" in out

@@ -12,6 +12,6 @@ dataset's ``data/`` and ``schemas/`` as ``text2sql_dspy.data`` and ``text2sql_ds
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.registry import make_program
-from text2sql_dspy.programs.dataset import ensure_bundled_database as bundled_database
+from text2sql_dspy.programs.bundled import ensure_bundled_database as bundled_database
 
 __all__ = ["Baseline", "ReActAgent", "ReActAgentV2", "bundled_database", "make_program"]

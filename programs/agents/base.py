@@ -23,7 +23,7 @@ from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, with_notes
-from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
 from text2sql_dspy.programs.usage import metered
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector"})  # copies of a program share these
@@ -117,7 +117,11 @@ class Text2SQLProgram(dspy.Module):
 def _selector(examples: ExampleStore | Path | str | bool | None, k: int, mask: bool) -> ExampleSelector | None:
     if examples is None or examples is False:
         return None
-    store = examples if isinstance(examples, ExampleStore) else ExampleStore(None if examples is True else examples)
+    if examples is True:
+        if not default_store_path().is_file():
+            return None  # nothing learned yet: reading must not create the store
+        examples = default_store_path()
+    store = examples if isinstance(examples, ExampleStore) else ExampleStore(examples)
     return ExampleSelector(store, k=k, mask=mask)
 
 

@@ -14,7 +14,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.source import DataSource
-from text2sql_dspy.programs.db.validator import clean_sql
+from text2sql_dspy.programs.db.reply import clean_sql
 from text2sql_dspy.programs.llm.factory import logprob_config
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
@@ -46,7 +46,7 @@ def draft_sql(
     Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
     ``source``'s own tables and columns are shown: a demo written over another database teaches a
     small model names that do not exist here. ``examples`` (verified pairs of this database, chosen
-    for this question: :class:`~..examples.selector.ExampleSelector`) follow them. The reply is cleaned (:func:`~.validator.clean_sql`)
+    for this question: :class:`~..examples.selector.ExampleSelector`) follow them. The reply is cleaned (:func:`~..db.reply.clean_sql`)
     and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's

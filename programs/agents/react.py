@@ -127,7 +127,7 @@ class ReActAgent(Text2SQLProgram):
     def answer(self, question: str, source: DataSource) -> dict[str, Any]:
         judge = None
         if self.judge is not None:  # a misconfigured judge (bad model string, missing key) fails here, not later
-            judge = partial(_verdict_only, self.judge, self.judge_lm)
+            judge = partial(judge_sql, self.judge, self.judge_lm, explain=False)  # the verdict alone
         view = self.schema(source, question)
         state = AgentState(question, source, self.limits, judge, self.retrieval_type, self.top_k)
         state.retrieval_calls, trajectory = 1, {}  # the prompt's tables are the question's first retrieval
@@ -261,11 +261,6 @@ class ReActAgentV2(ReActAgent):
 
     def __init__(self, db_path: Path | str | None = None, **kwargs: Any):
         super().__init__(db_path, judge=True, **kwargs)
-
-
-def _verdict_only(predictor: dspy.Predict, lm: Any, question: str, sql: str, execution_result: str) -> LLMJudgeOutput:
-    """The agent's judge call: the verdict alone (its written issues did not pay for a second call)."""
-    return judge_sql(predictor, lm, question=question, sql=sql, execution_result=execution_result, explain=False)
 
 
 def majority_settled(state: AgentState, candidates: list[Candidate], remaining: int) -> bool:

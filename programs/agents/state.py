@@ -22,8 +22,8 @@ from text2sql_dspy.signatures import LLMJudgeOutput
 
 __all__ = ["AgentState", "Judge", "Limits"]
 
-# judge(question, sql, execution_result) -> verdict; raises when the judge's LM fails
-Judge = Callable[[str, str, str], LLMJudgeOutput]
+# judge(question=..., sql=..., execution_result=...) -> verdict; raises when the judge's LM fails
+Judge = Callable[..., LLMJudgeOutput]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ import dspy
 from text2sql_dspy.programs.agents.state import AgentState
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.programs.db.describe import describe_query
-from text2sql_dspy.programs.db.validator import ValidationResult, clean_sql
+from text2sql_dspy.programs.db.reply import clean_sql
+from text2sql_dspy.programs.db.validator import ValidationResult
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.retrieval.retriever import render_hits
 from text2sql_dspy.signatures import LLMJudgeOutput
@@ -186,7 +187,7 @@ def judge(state: AgentState, sql: str) -> LLMJudgeOutput | None:
         return None
     state.judge_calls += 1
     try:
-        verdict = state.judge(state.question, sql, state.execution_facts(sql).render())  # type: ignore[misc]
+        verdict = state.judge(question=state.question, sql=sql, execution_result=state.execution_facts(sql).render())
     except Exception as exc:  # any failure of the judge's LM degrades V2 to V1, recorded in the result
         state.judge_errors.append(f"{type(exc).__name__}: {exc}")
         return None

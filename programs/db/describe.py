@@ -9,6 +9,9 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
+from text2sql_dspy.programs.db.names import normalize_names, written
+from text2sql_dspy.programs.db.tables_read import stored_tables
+
 __all__ = ["describe_query"]
 
 MAX_LISTED = 4
@@ -18,14 +21,13 @@ def describe_query(sql: str, dialect: str = "sqlite") -> str:
     """What ``sql`` reads, how it shapes the rows and what it returns; "" when it does not parse."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-        return _describe(tree, dialect) if tree is not None else ""
+        return _describe(tree, sql, dialect) if tree is not None else ""
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError, RecursionError):
         return ""  # RecursionError: a deeply nested query (sqlglot parses and renders recursively)
 
 
-def _describe(tree: exp.Expression, dialect: str) -> str:
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    tables = sorted({t.name for t in tree.find_all(exp.Table) if t.name and t.name not in ctes})
+def _describe(tree: exp.Expression, sql: str, dialect: str) -> str:
+    tables = sorted({written(t.this, sql) for t in stored_tables(normalize_names(tree.copy()))})
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     steps = []
     if tables:

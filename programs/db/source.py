@@ -13,7 +13,7 @@ from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, Column, 
 from text2sql_dspy.programs.db.database import Database, open_database
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
 from text2sql_dspy.programs.db.introspection import introspect
-from text2sql_dspy.programs.dataset import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
+from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.db.validator import SQLValidator
 

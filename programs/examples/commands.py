@@ -19,8 +19,8 @@ import json
 import sys
 from dataclasses import asdict
 
-from text2sql_dspy.programs.cli import Command, positive_int
-from text2sql_dspy.programs.dataset import BUNDLED_DATA
+from text2sql_dspy.programs.command import Command, positive_int
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.identity import KEY_DIGITS, database_key
@@ -123,7 +123,7 @@ def print_listing(store: ExampleStore, source: DataSource, kind: str | None) -> 
 
 def store_source(args: argparse.Namespace) -> DataSource:
     """The database named by ``--db``/``--schema``, else the bundled one (as ``ask`` picks it)."""
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.bundled import ensure_bundled_database
     from text2sql_dspy.programs.db.source import open_source
 
     return open_source(args.db or ensure_bundled_database(), args.schema)

@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from text2sql_dspy.programs.cli import Command, positive_int
+from text2sql_dspy.programs.command import Command, positive_int
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.web.guard import LOOPBACK_HOSTS
 
 if TYPE_CHECKING:
     from text2sql_dspy.programs.web.service import ServeConfig
@@ -37,7 +36,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from(args: argparse.Namespace) -> ServeConfig:
-    from text2sql_dspy.programs.dataset import ensure_bundled_database
+    from text2sql_dspy.programs.bundled import ensure_bundled_database
+    from text2sql_dspy.programs.web.guard import LOOPBACK_HOSTS
     from text2sql_dspy.programs.web.service import ServeConfig, database_names
 
     token = os.environ.get(TOKEN_ENV) or None

@@ -1,0 +1,61 @@
+"""What every ``text2sql`` subcommand shares: the :class:`Command` record, argparse types, and how errors exit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from text2sql_dspy.programs.errors import Text2SQLError
+
+__all__ = ["EXIT_USER_ERROR", "Command", "non_negative_int", "positive_int", "run_command"]
+
+EXIT_USER_ERROR = 2
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts that must be at least 1 (rows, top-k, limits, threads)."""
+    return _whole_number(text, minimum=1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type for counts where 0 means "none" (e.g. dev questions scored around a compile)."""
+    return _whole_number(text, minimum=0)
+
+
+def _whole_number(text: str, *, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``text2sql`` subcommand; :meth:`main` also runs it as a script of its own."""
+
+    name: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+    def main(self, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+        parser = argparse.ArgumentParser(prog=prog, description=self.description)
+        self.add_arguments(parser)
+        return run_command(self.run, parser.parse_args(argv))
+
+
+def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; a user's mistake prints one ``error:`` line and exits 2, Ctrl-C exits 130."""
+    try:
+        return command(args)
+    except Text2SQLError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

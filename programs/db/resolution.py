@@ -1,0 +1,315 @@
+"""Name resolution: every table and column of a query, checked against the catalog at once.
+
+Built on sqlglot's optimizer parts: ``traverse_scope`` gives each query level (CTEs, derived tables,
+subqueries, set-operation arms) and its FROM sources; :class:`CatalogSchema` (a ``MappingSchema``)
+gives a stored table's columns; ``Resolver.outer_resolvers`` gives the enclosing levels a correlated
+subquery can see. What a derived table or CTE exposes is read off its projections the way SQLite
+names them: ``*`` expanded, an unnamed expression (``count(*)``) making the list open-ended, so
+that nothing is reported that the database would accept.
+
+sqlglot's own column lookups (``Resolver.get_source_columns``, ``Scope.columns``,
+``Scope.external_columns``) expect a query that ``qualify`` has already rewritten: before that they
+raise on a repeated source name, name ``CAST(a AS TEXT)`` ``a``, leave ``*`` unexpanded, drop an
+unqualified HAVING column and count every unqualified column of a subquery as the outer query's.
+So projections are read here, and only the parts that hold on a query as written are sqlglot's.
+
+Every unknown or ambiguous name is reported, each with "did you mean" and the real column lists.
+Names are compared lower-cased (:func:`~.names.normalize_names` runs first) and shown as written.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.resolver import Resolver
+from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
+
+from text2sql_dspy.programs.db.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.db.findings import Findings
+from text2sql_dspy.programs.db.name_messages import NameMessages
+from text2sql_dspy.programs.db.names import written
+from text2sql_dspy.programs.db.tables_read import scope_sources, table_sources
+
+__all__ = ["check_names"]
+
+_MAX_DEPTH = 50  # nested derived tables and CTEs followed when listing a source's columns
+
+Columns = tuple[frozenset[str], bool]  # lower-case names, and whether that is all of them
+
+
+def check_names(tree: exp.Expr, sql: str, schema: CatalogSchema, found: Findings) -> None:
+    """Check the tables and columns of ``tree`` (normalized, parsed from ``sql``); record what is wrong.
+
+    The catalog tables read go to ``found`` in the order they appear in the query.
+    """
+    scopes = traverse_scope(tree)
+    if not scopes:
+        found.warn("could not check table and column names (no query scope)")
+        return
+    _Query(schema, sql, found).check(scopes)
+
+
+class _Query:
+    """The name check of one query; lives for one call."""
+
+    def __init__(self, schema: CatalogSchema, sql: str, found: Findings):
+        self.schema = schema
+        self.sql = sql
+        self.found = found
+        self.say = NameMessages(schema, sql, self.columns_of)
+        self._columns: dict[int, Columns] = {}
+
+    def check(self, scopes: list[Scope]) -> None:
+        read = []
+        for table in table_sources(scopes):
+            real = self._check_table(table)
+            if real is not None:
+                read.append((_position(table), real))
+        for _, real in sorted(read):
+            self.found.read(real)
+        for scope in scopes:
+            self._check_columns(scope)
+
+    # -- tables --------------------------------------------------------------------------------
+
+    def _check_table(self, table: exp.Table) -> str | None:
+        """The catalog name of ``table``, or None (reported as an error or warning)."""
+        if isinstance(table.this, exp.Func) or not isinstance(table.this, exp.Identifier):
+            func = table.this.sql_name() if isinstance(table.this, exp.Func) else table.sql(self.schema.dialect)
+            name = table.this.name if isinstance(table.this, exp.Anonymous) else func
+            self.found.warn(f"table-valued function {name.lower()}(...): its columns were not checked")
+            return None
+        key = self.schema.table_key(table)
+        if key is None:
+            self.found.warn(
+                f"table '{written(table.args.get('db'), self.sql)}.{written(table.this, self.sql)}' "
+                "is in another database: not checked"
+            )
+            return None
+        real = self.schema.table_names.get(key)
+        if real is not None:
+            return real
+        if key.startswith("sqlite_"):
+            self.found.warn(
+                f"reads SQLite's system table {written(table.this, self.sql)}: its columns were not checked"
+            )
+            return None
+        self.say.unknown_table(table, key, self.found)
+        return None
+
+    # -- what a source exposes -----------------------------------------------------------------
+
+    def columns_of(self, source: exp.Table | Scope, depth: int = 0) -> Columns:
+        """(lower-case column names, complete) a FROM source exposes; incomplete means 'maybe more'."""
+        key = id(source)
+        if key in self._columns:
+            return self._columns[key]
+        self._columns[key] = (frozenset(), False)  # guards recursive CTEs
+        if isinstance(source, exp.Table):
+            names = self.schema.column_names(source)
+            result = (frozenset(names), True) if names else (frozenset(), False)
+        elif depth > _MAX_DEPTH:
+            result = (frozenset(), False)
+        else:
+            result = self._query_columns(source, depth + 1)
+        self._columns[key] = result
+        return result
+
+    def _query_columns(self, scope: Scope, depth: int) -> Columns:
+        if scope.outer_columns:
+            return frozenset(c.lower() for c in scope.outer_columns), True
+        query = scope.expression
+        # the self-reference of a recursive CTE is scoped as its first arm, without the CTE's column list
+        body = query.parent
+        if isinstance(body, exp.SetOperation) and isinstance(body.parent, exp.CTE) and body.parent.alias_column_names:
+            return frozenset(c.lower() for c in body.parent.alias_column_names), True
+        if isinstance(query, exp.Subquery):
+            query = query.unnest()
+        if isinstance(query, exp.SetOperation):
+            if scope.set_operation_scopes:
+                return self.columns_of(scope.set_operation_scopes[0], depth)
+            left = query.this.unnest() if isinstance(query.this, exp.Subquery) else query.this
+            return _select_names(left)
+        if not isinstance(query, exp.Select):
+            return frozenset(), False
+        names: set[str] = set()
+        complete = True
+        sources = dict(scope_sources(scope))
+        for item in query.expressions:
+            if isinstance(item, exp.Star):
+                expanded = list(sources.values())
+                complete = complete and bool(sources)
+            elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+                expanded = [sources[item.table]] if item.table in sources else []
+                complete = complete and bool(expanded)
+            elif isinstance(item, exp.Alias | exp.Column) and item.alias_or_name:
+                names.add(item.alias_or_name.lower())
+                continue
+            else:
+                complete = False  # an unnamed expression: SQLite names it by its text
+                continue
+            for source in expanded:
+                cols, ok = self.columns_of(source, depth)
+                names |= cols
+                complete = complete and ok
+        return frozenset(names), complete
+
+    # -- columns -------------------------------------------------------------------------------
+
+    def _check_columns(self, scope: Scope) -> None:
+        query = scope.expression
+        if isinstance(query, exp.SetOperation):
+            self._check_set_operation_order(query)
+            return
+        if not isinstance(query, exp.Select):
+            return
+        sources = scope_sources(scope)
+        by_name = dict(sources)
+        enclosing = [resolver.scope for resolver in Resolver(scope, self.schema).outer_resolvers()]  # nearest first
+        outer = [source for parent in enclosing for source in scope_sources(parent)]
+        aliases = {item.alias.lower() for item in query.expressions if isinstance(item, exp.Alias) and item.alias}
+        shared = _using_columns(query)
+        natural = any((j.method or "").upper() == "NATURAL" for j in query.args.get("joins") or [])
+
+        for node in walk_in_scope(query):
+            if node is query or type(node) is not exp.Column:
+                continue
+            column: exp.Column = node
+            qualifier = column.table
+            if isinstance(column.this, exp.Star):
+                if qualifier and qualifier not in by_name and _named(outer, qualifier) is None:
+                    self.say.unknown_qualifier(column, by_name, self.found)
+                continue
+            name = column.name
+            if not name:
+                continue
+            if qualifier:
+                source = by_name[qualifier] if qualifier in by_name else _named(outer, qualifier)
+                if source is None:
+                    self.say.unknown_qualifier(column, by_name, self.found)
+                    continue
+                cols, complete = self.columns_of(source)
+                if (
+                    name in cols
+                    or not complete
+                    or (name in self.schema.system_columns and isinstance(source, exp.Table))
+                ):
+                    continue
+                self.say.unknown_column(column, [(qualifier, source)], self.found)
+                continue
+
+            # unqualified: ORDER BY may name a result alias first (SQLite resolves those first there)
+            if name in aliases and _in_order_by_of(column, query):
+                continue
+            matches = []
+            unsure = False
+            for source_name, source in sources:
+                cols, complete = self.columns_of(source)
+                if name in cols:
+                    matches.append(source_name)
+                elif not complete:
+                    unsure = True
+            if len(matches) == 1:
+                continue
+            if len(matches) > 1:
+                if name not in shared and not natural:
+                    self.say.ambiguous_column(column, matches, by_name, self.found)
+                continue
+            if unsure or (name in aliases and not _in_select_list(column, query)):
+                continue  # SQLite sees result aliases in ON/WHERE/GROUP BY/HAVING/ORDER BY, not in the list
+            if name in self.schema.system_columns and any(isinstance(s, exp.Table) for _, s in sources):
+                continue
+            if self._resolves_outside(scope, enclosing, name):
+                continue
+            if (
+                self.schema.dialect_name == "sqlite"
+                and column.this.quoted
+                and _quote_char(column.this, self.sql) == '"'
+            ):
+                # SQLite reads an unknown double-quoted name as a string. As a value (x = "Paris")
+                # that is what was meant; as a whole result/sort/group column it is a bad name.
+                if _used_as_column(column, query):
+                    self.found.warn(self.say.quoted_string(column, sources))
+                continue
+            self.say.unknown_column(column, sources, self.found, outer=outer)
+
+    def _check_set_operation_order(self, query: exp.SetOperation) -> None:
+        """ORDER BY of a UNION/INTERSECT/EXCEPT may only name result columns (of any arm)."""
+        order = query.args.get("order")
+        if order is None:
+            return
+        names: set[str] = set()
+        for arm in query.find_all(exp.Select):
+            if not arm.find_ancestor(exp.Subquery, exp.CTE):
+                names.update(n.lower() for n in arm.named_selects if n)
+        if not names:
+            return
+        for node in order.find_all(exp.Column):
+            if not isinstance(node.this, exp.Star) and node.name and node.name not in names:
+                self.found.error(
+                    f"ORDER BY term '{written(node.this, self.sql)}' does not match a result column of the compound query",
+                    f"order by one of: {', '.join(sorted(names))}",
+                )
+
+    def _resolves_outside(self, scope: Scope, enclosing: list[Scope], name: str) -> bool:
+        """A correlated reference: ``name`` is a column of a source (or a result alias) of an enclosing query."""
+        for parent in enclosing:
+            for _, source in scope_sources(parent):
+                cols, complete = self.columns_of(source)
+                if name in cols or not complete:
+                    return True
+            if (
+                isinstance(parent.expression, exp.Select)
+                and name in {i.alias.lower() for i in parent.expression.expressions if isinstance(i, exp.Alias)}
+                and not _in_select_list(scope.expression, parent.expression)
+            ):
+                return True
+        return False
+
+
+def _named(sources: list[tuple[str, exp.Table | Scope]], name: str) -> exp.Table | Scope | None:
+    """The first source called ``name`` (the nearest, for an enclosing query's sources)."""
+    return next((source for source_name, source in sources if source_name == name), None)
+
+
+def _position(node: exp.Expr) -> int:
+    """Where ``node`` starts in the query text (its first identifier), for reporting in reading order."""
+    ident = node.find(exp.Identifier)
+    start = ident.meta.get("start") if ident is not None else None
+    return start if isinstance(start, int) else 1 << 30
+
+
+def _quote_char(ident: exp.Identifier, sql: str) -> str:
+    start = ident.meta.get("start")
+    return sql[start] if isinstance(start, int) and 0 <= start < len(sql) else '"'
+
+
+def _select_names(select: exp.Expr) -> Columns:
+    if not isinstance(select, exp.Select):
+        return frozenset(), False
+    names = list(select.named_selects)
+    complete = all(names) and "*" not in names
+    return frozenset(n.lower() for n in names if n), complete
+
+
+def _using_columns(select: exp.Select) -> set[str]:
+    return {item.name.lower() for join in select.args.get("joins") or [] for item in join.args.get("using") or []}
+
+
+def _in_select_list(node: exp.Expr, query: exp.Expr) -> bool:
+    """True when ``node`` lies inside one of ``query``'s result expressions."""
+    while node is not None and node.parent is not query:
+        node = node.parent
+    return node is not None and node.arg_key == "expressions"
+
+
+def _used_as_column(column: exp.Column, query: exp.Select) -> bool:
+    """True when ``column`` is a whole select item, ORDER BY term or GROUP BY term of ``query``."""
+    parent = column.parent
+    if isinstance(parent, exp.Alias | exp.Ordered):
+        parent = parent.parent
+    return parent is query or (isinstance(parent, exp.Order | exp.Group) and parent.parent is query)
+
+
+def _in_order_by_of(column: exp.Column, query: exp.Expr) -> bool:
+    order = column.find_ancestor(exp.Order, exp.Select, exp.SetOperation, exp.Window)
+    return isinstance(order, exp.Order) and order.parent is query
