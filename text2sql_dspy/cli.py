@@ -1,7 +1,8 @@
 """The ``text2sql`` command line: every subcommand, from the modules that define them.
 
 ``ask`` (:mod:`text2sql_dspy.programs.cli`), ``compile`` and ``evaluate`` (:mod:`text2sql_dspy.optimize`),
-``learn`` and ``examples`` (:mod:`text2sql_dspy.programs.examples.commands`). A user's mistake (empty
+``learn`` and ``examples`` (:mod:`text2sql_dspy.programs.examples.commands`), ``serve`` (the web page and
+JSON API, :mod:`text2sql_dspy.programs.web.serve_command`). A user's mistake (empty
 question, missing database, bad model string, missing API key) exits 2 with one line that names
 the fix, never a traceback.
 """
@@ -16,6 +17,7 @@ from text2sql_dspy.optimize.evaluation import EVALUATE
 from text2sql_dspy.programs.cli import ASK
 from text2sql_dspy.programs.command import EXIT_USER_ERROR, Command, run_command
 from text2sql_dspy.programs.examples.commands import EXAMPLES, LEARN
+from text2sql_dspy.programs.web.serve_command import SERVE
 
 __all__ = ["EXIT_USER_ERROR", "build_parser", "commands", "main"]
 
@@ -32,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def commands() -> list[Command]:
     """Every subcommand, in the order ``--help`` lists them."""
-    return [ASK, COMPILE, EVALUATE, LEARN, EXAMPLES]
+    return [ASK, COMPILE, EVALUATE, LEARN, EXAMPLES, SERVE]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,96 @@
+"""The JSON API: ``POST /api/ask``, ``POST /api/examples``, ``GET /api/health`` (described at ``/openapi.json``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from text2sql_dspy.programs.question import MAX_QUESTION_CHARS
+from text2sql_dspy.programs.web.jobs import Job
+from text2sql_dspy.programs.web.service import Service
+
+router = APIRouter()
+MAX_SQL_CHARS = 20_000
+POLL_S = 0.05
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AskBody(Body):
+    question: str = Field(max_length=MAX_QUESTION_CHARS, description="the question, in plain language")
+    db: str | None = Field(None, description="a database this server was started with (default: the first)")
+    program: str | None = Field(None, description="baseline, v1, v2 or the server's compiled program (default: --program)")
+
+
+class ExampleBody(Body):
+    question: str = Field(max_length=MAX_QUESTION_CHARS)
+    sql: str = Field(max_length=MAX_SQL_CHARS)
+    db: str | None = None
+    job: str | None = Field(None, description="the answer this pair confirms or corrects, if any")
+
+
+class CheckBody(Body):
+    sql: str = Field(max_length=MAX_SQL_CHARS)
+    db: str | None = None
+
+
+def service_of(request: Request) -> Service:
+    return request.app.state.service
+
+
+async def finished(job: Job) -> Job:
+    """``job`` once it has ended; past its deadline it ends as timed out (the answer is discarded)."""
+    while not job.finished:
+        if time.monotonic() > job.deadline:
+            job.time_out()
+            break
+        await asyncio.sleep(POLL_S)
+    return job
+
+
+@router.post("/api/ask", summary="Answer a question: the fields of run(), the formatted SQL, rows and chart")
+async def ask(body: AskBody, request: Request) -> JSONResponse:
+    service = service_of(request)
+    job = await finished(service.submit(service.check(body.question, body.db, body.program)))
+    if job.status == "done":
+        return JSONResponse({"job": job.id, **job.result.to_json()})
+    status = 504 if job.status == "timed_out" else 500
+    return JSONResponse({"job": job.id, "detail": job.error}, status_code=status)
+
+
+@router.post("/api/examples", status_code=201, summary="Save a question -> SQL pair into the example store")
+def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
+    """The store checks the pair (a read that validates and runs); a refusal is 422 with the reason.
+
+    ``outcome``: ``added``, ``merged`` (the stored pair for the same question now has this SQL) or ``unchanged``.
+    """
+    service = service_of(request)
+    db = body.db or next(iter(service.config.databases))
+    saved = service.store.save_pair(service.source(db), body.question, body.sql, origin="user")
+    stored = saved.example
+    entry = service.entry(body.job) if body.job else None
+    if entry is not None:
+        entry.saved.append(stored.id)
+    return {"id": stored.id, "outcome": saved.outcome, "db": db, "question": stored.question, "sql": stored.sql,
+            "origin": stored.origin, "checked": stored.checked}
+
+
+@router.get("/api/health", summary="Whether the server is up, and how busy its model is")
+def health(request: Request) -> dict[str, Any]:
+    service = service_of(request)
+    return {
+        "status": "ok",
+        "databases": list(service.config.databases),
+        "programs": service.program_choices,
+        "answering": service.queue.running is not None,
+        "waiting": service.queue.waiting,
+        "max_waiting": service.queue.max_waiting,
+        "timeout_s": service.queue.timeout_s,
+    }

@@ -1,0 +1,239 @@
+"""A real browser (Debian's chromium, through selenium and the system chromedriver) on the page.
+
+The ``real_model`` test starts ``text2sql serve`` on a free loopback port with a scratch example store,
+asks the README's question of the embedded model on the bundled database, waits for the answer,
+checks the SQL, the rows and the chart, presses "Right" and finds the pair in the store. The scripted
+test asks two questions at once, shows a cell holding an ``<img onerror>`` as text, and corrects an
+answer (a write refused, a read run and saved). ``TEXT2SQL_SCREENSHOT=PATH`` keeps a screenshot of
+the answered page there (docs/screenshot-serve.png was made so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+QUESTION = "Find the top 10 users by failed login attempts who have never been blocked"
+ANSWER_WAIT_S = 1800  # an upper bound for the embedded model on 2 cores shared with other work; the server's limit matches
+
+pytestmark = pytest.mark.browser
+
+
+def _missing() -> str | None:
+    for name, path in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)):
+        if not Path(path).is_file():
+            return f"{name} is not installed (apt-get install chromium chromium-driver; .ci/run does)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``text2sql serve`` on a free loopback port, with a scratch store; stopped after the module."""
+    reason = _missing()
+    if reason:
+        pytest.skip(f"browser test skipped: {reason}")
+    store = tmp_path_factory.mktemp("store") / "examples.sqlite"
+    port = free_port()
+    log = (tmp_path_factory.mktemp("log") / "serve.log").open("w")
+    env = {k: v for k, v in os.environ.items() if k != "TEXT2SQL_TOKEN"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "text2sql_dspy.cli", "serve", "--port", str(port), "--examples", str(store),
+         "--timeout", str(ANSWER_WAIT_S)],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert process.poll() is None, f"text2sql serve exited with {process.returncode}; see {log.name}"
+            try:
+                with urllib.request.urlopen(f"{url}/api/health", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "text2sql serve did not come up in 300 s"
+            time.sleep(0.5)
+        yield url, store
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    reason = _missing()
+    if reason:
+        pytest.skip(f"browser test skipped: {reason}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                 "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--no-pings",
+                 "--window-size=1360,1500", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=options)  # no Selenium Manager download
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.mark.real_model
+def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Path], browser) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, store_path = server
+    browser.get(url + "/")
+    assert browser.title == "text2sql"
+    browser.find_element(By.ID, "question").send_keys(QUESTION)
+    browser.find_element(By.ID, "ask-button").click()
+    WebDriverWait(browser, 30).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#answers .progress li")))
+    answer = WebDriverWait(browser, ANSWER_WAIT_S).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job], #answers article.failed")
+    )[0]
+    assert "failed" not in answer.get_attribute("class"), answer.text
+
+    sql = answer.find_element(By.CSS_SELECTOR, ".sql-text").text
+    assert "login_attempts" in sql and "SELECT" in sql and "LIMIT 10" in sql.upper()
+    rows = answer.find_elements(By.CSS_SELECTOR, ".result table tbody tr")
+    assert 1 <= len(rows) <= 10
+    assert "row" in answer.find_element(By.CSS_SELECTOR, ".result .row-count").text
+    chart = WebDriverWait(browser, 60).until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".chart.drawn svg.main-svg"))
+    assert chart and answer.find_elements(By.CSS_SELECTOR, ".chart.drawn .bars, .chart.drawn .scatterlayer")
+    shot = os.environ.get("TEXT2SQL_SCREENSHOT")
+    if shot:
+        browser.execute_script("window.scrollTo(0, 0)")
+        browser.save_screenshot(shot)
+
+    answer.find_element(By.CSS_SELECTOR, "button.right").click()
+    def teach_status(_driver: object) -> str | None:
+        text = answer.find_element(By.CSS_SELECTOR, ".teach-status").text
+        return text if text.startswith(("Saved", "Not saved")) else None  # "saving..." until the server answers
+
+    status = WebDriverWait(browser, 60).until(teach_status)
+    assert status.startswith("Saved as example #"), status
+    WebDriverWait(browser, 30).until(lambda d: "saved" in d.find_element(By.ID, "history").text)
+
+    from text2sql_dspy import bundled_database
+    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.examples.store import ExampleStore
+
+    source = open_source(bundled_database())
+    pairs = ExampleStore(store_path).examples(source, kind="pair")
+    stored_sql = source.validator.validate(answer.get_attribute("data-sql")).sql  # the store keeps the checked form
+    assert [(p.question, p.sql) for p in pairs] == [(QUESTION, stored_sql)]
+    assert pairs[0].origin == "user"
+
+
+@pytest.fixture
+def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The app over a database with a hostile cell, on a scripted model, served by uvicorn in this process (no model load)."""
+    import sqlite3
+    import threading
+
+    import uvicorn
+    from dspy.utils import DummyLM
+
+    from tests.fakes import draft
+    from tests.web_fakes import scripted_service
+    from text2sql_dspy.programs.web.app import create_app, loopback_hosts
+
+    db = tmp_path / "hostile.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, score INTEGER NOT NULL)")
+        conn.executemany("INSERT INTO notes VALUES (?, ?, ?)", [(1, HOSTILE, 3), (2, "plain", 5)])
+    store = tmp_path / "examples.sqlite"
+    service = scripted_service(db, DummyLM([draft("SELECT body, score FROM notes ORDER BY id")] * 10), examples_path=store)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts=loopback_hosts("127.0.0.1")),
+                                           host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", store
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripted_server, browser) -> None:  # noqa: ANN001
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, store_path = scripted_server
+    browser.get(url + "/")
+    box = browser.find_element(By.ID, "question")
+    for question in (f"Which notes say {HOSTILE}?", "Which notes score best?"):  # the second while the first runs
+        box.send_keys(question)
+        browser.find_element(By.ID, "ask-button").click()
+    def both_answered(driver: object) -> list | None:
+        found = browser.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]")
+        return found if len(found) == 2 else None
+
+    answers = WebDriverWait(browser, 60).until(both_answered)
+    first = answers[1]  # newest first
+    assert first.find_element(By.CSS_SELECTOR, "h3.question").text == f"Which notes say {HOSTILE}?"
+    assert first.find_element(By.CSS_SELECTOR, ".result tbody td").text == HOSTILE  # shown as text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#answers img")  # never made into an element
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018 - its handler never ran
+
+    first.find_element(By.CSS_SELECTOR, "button.wrong").click()
+    editor = first.find_element(By.CSS_SELECTOR, ".sql-edit")
+    editor.clear()
+    editor.send_keys("DELETE FROM notes")
+    first.find_element(By.CSS_SELECTOR, "button.run").click()
+    WebDriverWait(browser, 30).until(lambda d: "refused" in first.find_element(By.CSS_SELECTOR, ".edit-result").text)
+    assert not first.find_element(By.CSS_SELECTOR, "button.save").is_enabled()
+    editor.clear()
+    editor.send_keys("SELECT body, score FROM notes WHERE score > 4")
+    first.find_element(By.CSS_SELECTOR, "button.run").click()
+    WebDriverWait(browser, 30).until(lambda d: first.find_element(By.CSS_SELECTOR, "button.save").is_enabled())
+    assert "plain" in first.find_element(By.CSS_SELECTOR, ".edit-result").text
+    first.find_element(By.CSS_SELECTOR, "button.save").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: first.find_element(By.CSS_SELECTOR, ".teach-status").text.startswith("Saved as example #")
+    )
+
+    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.examples.store import ExampleStore
+
+    pairs = ExampleStore(store_path).examples(open_source(str(store_path.parent / "hostile.sqlite")), kind="pair")
+    assert [(p.question, p.sql) for p in pairs] == [(f"Which notes say {HOSTILE}?", "SELECT body, score FROM notes WHERE score > 4")]
