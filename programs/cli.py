@@ -4,7 +4,8 @@
 [--trace] [--execute]`` prints the SQL, its confidence and the judge's score. ``text2sql compile``
 (also ``python -m optimize``) and ``text2sql evaluate`` (also ``python evaluate.py``) live in
 :mod:`text2sql_dspy.optimize`. A user's mistake (empty question, missing database, bad model
-string, missing API key) exits 2 with one line that names the fix, never a traceback.
+string, missing API key) exits 2 with one line that names the fix, never a traceback; a served or hosted
+model that cannot answer (down, too slow, garbled) exits 3 the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from text2sql_dspy.programs.errors import Text2SQLError
 
 EXIT_USER_ERROR = 2
+EXIT_MODEL_SERVICE_ERROR = 3
 
 
 def positive_int(text: str) -> int:
@@ -98,15 +100,27 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command; a user's mistake prints one ``error:`` line and exits 2, Ctrl-C exits 130."""
+    """Run a command; a user's mistake prints one ``error:`` line and exits 2, a model service's failure
+    exits 3 likewise, Ctrl-C exits 130."""
+    from text2sql_dspy.programs.llm.service_errors import ModelServiceError, describe_lm_failure
+
     try:
         return command(args)
+    except ModelServiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_MODEL_SERVICE_ERROR
     except Text2SQLError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        message = describe_lm_failure(exc)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_MODEL_SERVICE_ERROR
 
 
 def ask(args: argparse.Namespace) -> int:

@@ -17,6 +17,13 @@ Contract of :func:`build_lm`:
   prefix, or a provider LiteLLM does not know. ``openai/<name>`` with
   ``api_base`` (kwarg, ``$TEXT2SQL_API_BASE`` or ``$OPENAI_API_BASE``) targets a
   self-hosted OpenAI-compatible server (vLLM, SGLang); no key is needed there.
+  Such a served model's replies are not cached by default (DSPy's cache key
+  leaves ``api_base`` out, so two servers' answers would mix, and a garbled
+  reply would be replayed); pass ``cache=True`` to cache them.
+* Remote calls wait at most ``$TEXT2SQL_TIMEOUT_S`` seconds (default 180) for a
+  reply and are retried ``$TEXT2SQL_RETRIES`` times (default 2) on a transient
+  failure; :mod:`programs.llm.service_errors` words what still fails. LiteLLM's
+  price map is read from its bundled copy, never fetched.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any, Literal
 import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.llm.service_errors import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RETRIES_ENV, TIMEOUT_ENV
 from text2sql_dspy.programs.llm.llama_engine import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -113,6 +121,19 @@ def _int_env(name: str, default: int) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _positive_float_env(name: str, default: float) -> float:
+    raw = _env(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise ConfigurationError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
 def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
     for key in ("api_key", "api_base", "base_url"):
         if kwargs.get(key) is not None:
@@ -155,8 +176,11 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
             f"Model {model!r} needs an Anthropic API key: set ANTHROPIC_API_KEY "
             "(or use TEXT2SQL_MODEL=local for the embedded model)."
         )
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # DSPy's price map: the bundled copy, no fetch
+    served = False
     if provider == "openai":
         api_base = kwargs.pop("api_base", None) or _env("TEXT2SQL_API_BASE") or _env("OPENAI_API_BASE")
+        served = bool(api_base)
         if api_base:
             kwargs["api_base"] = api_base
             # Self-hosted OpenAI-compatible servers ignore the key but the client needs one.
@@ -166,11 +190,14 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
                 f"Model {model!r} needs OPENAI_API_KEY, or api_base / TEXT2SQL_API_BASE pointing at a "
                 "self-hosted OpenAI-compatible server (vLLM, SGLang)."
             )
+    retries = kwargs.pop("num_retries", None)
     return dspy.LM(
         model,
         temperature=kwargs.pop("temperature", 0.0),
         max_tokens=kwargs.pop("max_tokens", REMOTE_MAX_TOKENS),
-        cache=kwargs.pop("cache", True),
+        cache=kwargs.pop("cache", not served),
+        timeout=kwargs.pop("timeout", None) or _positive_float_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S),
+        num_retries=_int_env(RETRIES_ENV, DEFAULT_RETRIES) if retries is None else retries,
         **kwargs,
     )
 
