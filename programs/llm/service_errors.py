@@ -78,11 +78,11 @@ def describe_lm_failure(exc: BaseException) -> str | None:
         fix = (f"the reply took longer than {timeout} s: raise {TIMEOUT_ENV}, use fewer --threads, "
                "or check that the server is not overloaded")
     elif "connect" in lowered or "refused" in lowered or "resolve" in lowered or "reset" in lowered:
-        fix = ("nothing answered there: start the server, or point TEXT2SQL_API_BASE (--model's api_base) "
-               "at the right host and port, e.g. http://HOST:8000/v1")
+        fix = ("nothing answered there: start the server, or point TEXT2SQL_API_BASE at its host and port, "
+               "e.g. http://HOST:8000/v1")
     elif "not json" in lowered:
         fix = ("that is not an OpenAI-compatible server's reply: TEXT2SQL_API_BASE must be the API root "
                "ending in /v1, not a web page or a proxy's error page")
     else:
         fix = "check the server's log; rerun the same command to retry (an evaluation resumes)"
-    return f"{model}{_where()} failed: {detail}. Fix: {fix}."
+    return f"{model}{_where()}: {detail.rstrip('.')}. Fix: {fix}."
