@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import dspy
 import pytest
 
 from tests.served_model import MODEL_ALIAS, ServedModel, free_port
@@ -139,29 +138,3 @@ def test_a_server_killed_mid_run_leaves_failures_that_a_rerun_completes(
     assert evaluate(data, out, "--threads", "2") == 0
     done = records(out)
     assert sorted(r["index"] for r in done) == [0, 1, 2, 3] and not any("error" in r for r in done)
-
-
-def test_the_judge_falls_back_to_the_written_verdict_when_a_server_returns_no_logprobs() -> None:
-    from text2sql_dspy.programs.agents.drafting import NEUTRAL_CONFIDENCE, draft_sql
-    from text2sql_dspy.programs.agents.judge import judge_sql
-    from text2sql_dspy.programs.llm.factory import build_lm
-    from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
-    from text2sql_dspy.signatures import DraftSQL, JudgeSQL
-
-    def reply(request):  # a stub server that ignores "logprobs": true, as some servers do
-        system = request.body["messages"][0]["content"]
-        return openai_reply("[[ ## is_correct ## ]]\nTrue" if "is_correct" in system else DRAFT)(request)
-
-    with StubServer(reply) as stub:
-        lm = build_lm("openai/stub-without-logprobs", api_base=stub.url + "/v1")
-        with dspy.context(adapter=StablePrefixAdapter()):
-            verdict = judge_sql(dspy.Predict(JudgeSQL), lm, question="How many organizations are there?",
-                                sql="SELECT count(*) FROM organizations", execution_result="2", explain=False)
-            draft = draft_sql(dspy.Predict(DraftSQL), lm, question="How many organizations are there?",
-                              table_schemas="CREATE TABLE organizations (id INTEGER PRIMARY KEY);")
-    assert verdict.correctness_score == 1.0 and verdict.is_correct and "(written verdict)" in verdict.reasoning
-    assert draft.sql == "SELECT count(*) FROM organizations" and draft.confidence == NEUTRAL_CONFIDENCE
-    for request in stub.requests:  # asked for them all the same, with the stop marker and no prefilled reply
-        body = request.body
-        assert body["logprobs"] is True and body["top_logprobs"] == 5 and body["stop"] == ["\n\n[["]
-        assert body["messages"][-1]["role"] == "user" and body["temperature"] == 0.0

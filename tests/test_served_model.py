@@ -19,7 +19,7 @@ import dspy
 import pytest
 import sqlglot
 
-from tests.served_model import ServedModel
+from tests.served_model import MODEL_ALIAS, ServedModel
 from tests.tiny_db import write_spider_folder
 
 pytestmark = pytest.mark.served_model
@@ -32,6 +32,7 @@ QUESTIONS = [
     ("How many login attempts failed?", "SELECT count(*) FROM login_attempts WHERE success = 0"),
 ]
 REPO = Path(__file__).resolve().parents[1]
+ROUTED = f"hosted_vllm/{MODEL_ALIAS}"  # how DSPy addresses `--model openai/<name>` on a self-hosted server
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def test_text2sql_ask_answers_through_the_server(served_env: ServedModel, tiny_d
     result = json.loads(out.out)
     assert rows_of(tiny_db, result["query"]) == [(2,)]
     assert served_env.completions_served() - before == result["lm_calls"] >= 2  # draft and judge, all on the server
-    usage = result["by_model"][served_env.model]
+    usage = result["by_model"][ROUTED]
     assert usage["calls"] == result["lm_calls"] and usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0
     assert result["total_cost"] == 0.0  # the embedded model's price, under its served name
     judged = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
@@ -96,7 +97,7 @@ def test_the_judge_scores_from_the_servers_token_probabilities(served_env: Serve
     from text2sql_dspy.signatures import DraftSQL, JudgeSQL
 
     lm = build_lm(served_env.model)
-    assert supports_logprobs(lm) and not supports_prefill(lm)
+    assert lm.model == ROUTED and supports_logprobs(lm) and not supports_prefill(lm)
     with dspy.context(adapter=StablePrefixAdapter()):
         verdict = judge_sql(dspy.Predict(JudgeSQL), lm, question=QUESTION, sql="SELECT count(*) FROM organizations",
                             execution_result="1 row: count(*) = 2", explain=False)
@@ -107,7 +108,7 @@ def test_the_judge_scores_from_the_servers_token_probabilities(served_env: Serve
     assert draft.error is None and "organizations" in draft.sql.lower()
     assert draft.confidence != NEUTRAL_CONFIDENCE and 0.0 < draft.confidence <= 1.0
     sent = lm.history[-1]["kwargs"]
-    assert sent["logprobs"] is True and sent["stop"] == ["\n\n[["]  # asked of the server; it honoured the stop
+    assert sent["logprobs"] is True and sent["stop"] == ["\n\n[["] and sent["max_tokens"] == 320
 
 
 def test_v2_samples_on_the_server_follow_their_seeds(served_env: ServedModel) -> None:
@@ -143,7 +144,7 @@ def test_evaluate_with_four_threads_against_the_server_keeps_every_record_once(
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert sorted(r["index"] for r in records) == [0, 1, 2, 3]  # every question once
     assert not [r["error"] for r in records if "error" in r]
-    assert all(r["lm_calls"] >= 2 and r["by_model"][served_env.model]["prompt_tokens"] > 0 for r in records)
+    assert all(r["lm_calls"] >= 2 and r["by_model"][ROUTED]["prompt_tokens"] > 0 for r in records)
     assert sum(r["correct"] for r in records) >= 2
 
 

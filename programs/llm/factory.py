@@ -16,7 +16,8 @@ Contract of :func:`build_lm`:
   ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``, a string without a provider
   prefix, or a provider LiteLLM does not know. ``openai/<name>`` with
   ``api_base`` (kwarg, ``$TEXT2SQL_API_BASE`` or ``$OPENAI_API_BASE``) targets a
-  self-hosted OpenAI-compatible server (vLLM, SGLang); no key is needed there.
+  self-hosted OpenAI-compatible server (vLLM, SGLang, llama.cpp); no key is needed
+  there, and the LM is ``hosted_vllm/<model>``, DSPy's route for such servers.
   Such a served model's replies are not cached by default (DSPy's cache key
   leaves ``api_base`` out, so two servers' answers would mix, and a garbled
   reply would be replayed); pass ``cache=True`` to cache them.
@@ -58,6 +59,7 @@ LOCAL_MODEL_ALIASES = frozenset({LOCAL_MODEL, LOCAL_MODEL_NAME})
 Role = Literal["agent", "judge"]
 
 REMOTE_MAX_TOKENS = 4096
+SERVED_PROVIDER = "hosted_vllm"  # DSPy's route for a self-hosted OpenAI-compatible server (see _served_route)
 _EXAMPLES = (
     "'local' (embedded Qwen2.5-Coder-1.5B), 'anthropic/claude-sonnet-4-5', "
     "'anthropic/claude-haiku-4-5', 'openai/gpt-4o-mini', "
@@ -177,19 +179,7 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
             "(or use TEXT2SQL_MODEL=local for the embedded model)."
         )
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # DSPy's price map: the bundled copy, no fetch
-    served = False
-    if provider == "openai":
-        api_base = kwargs.pop("api_base", None) or _env("TEXT2SQL_API_BASE") or _env("OPENAI_API_BASE")
-        served = bool(api_base)
-        if api_base:
-            kwargs["api_base"] = api_base
-            # Self-hosted OpenAI-compatible servers ignore the key but the client needs one.
-            kwargs.setdefault("api_key", _env("OPENAI_API_KEY") or "EMPTY")
-        elif not (kwargs.get("api_key") or _env("OPENAI_API_KEY")):
-            raise ConfigurationError(
-                f"Model {model!r} needs OPENAI_API_KEY, or api_base / TEXT2SQL_API_BASE pointing at a "
-                "self-hosted OpenAI-compatible server (vLLM, SGLang)."
-            )
+    model, served = _served_route(model, provider, name, kwargs)
     retries = kwargs.pop("num_retries", None)
     return dspy.LM(
         model,
@@ -200,6 +190,29 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
         num_retries=_int_env(RETRIES_ENV, DEFAULT_RETRIES) if retries is None else retries,
         **kwargs,
     )
+
+
+def _served_route(model: str, provider: str, name: str, kwargs: dict[str, Any]) -> tuple[str, bool]:
+    """``(model string for dspy.LM, whether it is a self-hosted server)``; sets ``api_base``/``api_key`` in ``kwargs``.
+
+    ``openai/<name>`` with an ``api_base`` is a self-hosted OpenAI-compatible server. It is routed
+    as ``hosted_vllm/<name>``, DSPy's dialect for such servers: that sends the token limit as
+    ``max_tokens``, which every server reads, where the ``openai`` dialect sends
+    ``max_completion_tokens``, which llama.cpp's server ignores (its replies then run to the context).
+    """
+    if provider not in ("openai", SERVED_PROVIDER):
+        return model, False
+    api_base = kwargs.pop("api_base", None) or _env("TEXT2SQL_API_BASE") or _env("OPENAI_API_BASE")
+    if not api_base:
+        if provider == SERVED_PROVIDER or not (kwargs.get("api_key") or _env("OPENAI_API_KEY")):
+            raise ConfigurationError(
+                f"Model {model!r} needs OPENAI_API_KEY, or api_base / TEXT2SQL_API_BASE pointing at a "
+                "self-hosted OpenAI-compatible server (vLLM, SGLang, llama.cpp)."
+            )
+        return model, False
+    kwargs["api_base"] = api_base
+    kwargs.setdefault("api_key", _env("OPENAI_API_KEY") or "EMPTY")  # servers ignore it; the client needs one
+    return f"{SERVED_PROVIDER}/{name}", True
 
 
 # Providers whose chat API returns token log-probabilities (Anthropic's does not).
