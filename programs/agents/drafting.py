@@ -14,7 +14,7 @@ import dspy
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import clean_sql
-from text2sql_dspy.programs.llm.factory import supports_logprobs
+from text2sql_dspy.programs.llm.factory import supports_logprobs, supports_seed
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
 from text2sql_dspy.programs.progress import emit
 
@@ -61,7 +61,9 @@ def draft_sql(
     """
     config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
-        config.update(temperature=temperature, seed=seed, rollout_id=seed)
+        config.update(temperature=temperature, rollout_id=seed)
+        if supports_seed(lm):
+            config["seed"] = seed
     if source is not None and predictor.demos:
         inputs["demos"] = [d for d in predictor.demos if source.names_only_its_own(str(d.get("sql") or ""))]
     emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))

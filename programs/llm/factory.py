@@ -227,6 +227,12 @@ def supports_logprobs(lm: Any) -> bool:
     return provider in LOGPROB_PROVIDERS
 
 
+def supports_seed(lm: Any) -> bool:
+    """True when ``lm`` takes a sampling ``seed``: the embedded engine and OpenAI-compatible APIs (Anthropic's does not,
+    and LiteLLM refuses to send it there)."""
+    return supports_logprobs(lm)
+
+
 def is_embedded_model(lm: Any) -> bool:
     """True when ``lm`` runs on the embedded llama.cpp engine."""
     return isinstance(getattr(lm, "engine", None), LlamaCppEngine)
