@@ -53,21 +53,32 @@ def canonical(sql: str) -> str:
     return sqlglot.parse_one(sql, read="sqlite").sql(dialect="sqlite", normalize=True)
 
 
-def test_text2sql_ask_answers_through_the_server(served_env: ServedModel, tiny_db: Path, tiny_schemas: Path,
+def test_text2sql_ask_answers_through_the_server(served_env: ServedModel, tiny_db: Path,
                                                  capsys: pytest.CaptureFixture) -> None:
     from text2sql_dspy.programs import cli
 
     before = served_env.completions_served()
-    code = cli.main(["ask", QUESTION, "--db", str(tiny_db), "--schema", str(tiny_schemas), "--model", served_env.model,
-                     "--retrieval", "keyword", "--json"])
+    code = cli.main(["ask", QUESTION, "--db", str(tiny_db), "--model", served_env.model])  # the docs' command
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    query, _, summary = out.out.strip().partition("\n\n")
+    assert rows_of(tiny_db, query) == [(2,)]
+    calls = int(summary.split(" LM calls")[0].rsplit("| ", 1)[1])
+    assert served_env.completions_served() - before == calls >= 2  # draft and judge, all on the server
+    assert "judge score" in summary and "$" not in summary  # priced at 0: the embedded model, served
+
+
+def test_ask_json_counts_the_servers_tokens_and_names_the_judges_source(served_env: ServedModel, tiny_db: Path,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    from text2sql_dspy.programs import cli
+
+    code = cli.main(["ask", QUESTION, "--db", str(tiny_db), "--model", served_env.model, "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
     result = json.loads(out.out)
-    assert rows_of(tiny_db, result["query"]) == [(2,)]
-    assert served_env.completions_served() - before == result["lm_calls"] >= 2  # draft and judge, all on the server
     usage = result["by_model"][ROUTED]
     assert usage["calls"] == result["lm_calls"] and usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0
-    assert result["total_cost"] == 0.0  # the embedded model's price, under its served name
+    assert result["total_cost"] == 0.0
     judged = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
     assert judged and "judge model's probability of 'True'" in judged[0]  # the score came from the server's logprobs
 
@@ -129,7 +140,7 @@ def test_v2_samples_on_the_server_follow_their_seeds(served_env: ServedModel) ->
     first, again = sample(1), sample(1)
     assert first and first == again  # a seed gives the same sample: the server got it (there is no cache here)
     assert any(sample(seed) != first for seed in (2, 3, 4))  # and other seeds other samples
-    assert lm.history[-1]["kwargs"]["seed"] == 4 and lm.history[-1]["kwargs"]["temperature"] == 1.2
+    assert [(h["kwargs"]["seed"], h["kwargs"]["temperature"]) for h in lm.history[:2]] == [(1, 1.2), (1, 1.2)]
 
 
 def test_evaluate_with_four_threads_against_the_server_keeps_every_record_once(
@@ -138,8 +149,8 @@ def test_evaluate_with_four_threads_against_the_server_keeps_every_record_once(
     from text2sql_dspy.optimize import evaluation
 
     data, out = write_spider_folder(tmp_path / "spider", tiny_db, {"test": QUESTIONS}), tmp_path / "run"
-    code = evaluation.main(["--data", str(data), "--program", "v2", "--model", served_env.model, "--retrieval", "keyword",
-                            "--threads", "4", "--out", str(out)])
+    code = evaluation.main(["--data", str(data), "--program", "v2", "--model", served_env.model, "--threads", "4",
+                            "--out", str(out)])  # the docs' command
     assert code == 0
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert sorted(r["index"] for r in records) == [0, 1, 2, 3]  # every question once
