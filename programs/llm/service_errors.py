@@ -75,6 +75,7 @@ def describe_lm_failure(exc: BaseException) -> str | None:
     if isinstance(exc, LMAuthError):
         fix = "set the provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY) to a valid key"
     elif isinstance(exc, LMTimeoutError) or "timed out" in lowered or "timeout" in lowered:
+        detail = detail.split(";")[0]  # DSPy's own advice after it names a setting users do not see
         fix = (f"the reply took longer than {timeout} s: raise {TIMEOUT_ENV}, use fewer --threads, "
                "or check that the server is not overloaded")
     elif "connect" in lowered or "refused" in lowered or "resolve" in lowered or "reset" in lowered:
