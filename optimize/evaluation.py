@@ -8,6 +8,11 @@ rate, judge reliability against execution (agreement, Cohen's kappa, ROC AUC), c
 calibration (ECE), latency, LM calls, tokens and cost, and the V2 card's agent metrics. It writes
 ``results.json``, ``report.md`` and PNG plots to ``--out``. Records are appended to
 ``records.jsonl`` as they finish, so Ctrl-C keeps what is done and a rerun resumes.
+
+A question the model service could not answer (server down, too slow, garbled reply: see
+:mod:`programs.llm.service_errors`) is recorded with the reason and asked again by the rerun;
+after :data:`STOP_AFTER_SERVICE_FAILURES` such failures in a row the run stops (exit 3), since
+every further question would fail the same way.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from text2sql_dspy.programs.command import Command, positive_int
+from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, Command, positive_int
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
 
 DEFAULT_OUT = Path("runs") / "latest"
 DEFAULT_PROGRAM = "v2"  # the same default as `text2sql ask`
+STOP_AFTER_SERVICE_FAILURES = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +68,7 @@ def evaluate(args: argparse.Namespace) -> int:
         run["examples"] = str(Path(args.examples).resolve())
     _check_resumable(out, run)
     done = load_records(records_file)
+    _forget_service_failures(done, records_file)
     _rescore_stale(done, examples, records_file)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
     for spec in programs:
@@ -70,11 +77,18 @@ def evaluate(args: argparse.Namespace) -> int:
             continue
         program = _build(spec, args)
         clear_shared_caches()  # no program may reuse the KV cache another one warmed
+        failed_in_a_row = 0
         try:
             for record in _answer_all(program, spec, todo, args.threads):
                 done[(spec, record["index"])] = record
                 with records_file.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(record, default=str) + "\n")
+                failed_in_a_row = failed_in_a_row + 1 if record.get("service_failure") else 0
+                if failed_in_a_row >= STOP_AFTER_SERVICE_FAILURES:
+                    print(f"\nstopped: {failed_in_a_row} questions in a row failed on the model service. "
+                          f"{record['error']}\nAnswers so far are kept in {records_file}; "
+                          "rerun the same command to resume", file=sys.stderr)
+                    return EXIT_MODEL_SERVICE_ERROR
         except KeyboardInterrupt:
             print(f"\ninterrupted: {sum(1 for k in done if k[0] == spec)} answers of {spec} kept in {records_file}; "
                   "rerun the same command to resume", file=sys.stderr)
@@ -100,28 +114,39 @@ def print_table(summaries: dict[str, dict[str, Any]]) -> None:
 def _build(spec: str, args: argparse.Namespace) -> Any:
     from text2sql_dspy.programs.agents.registry import make_program
 
-    return make_program(
+    program = make_program(
         spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model,
         examples=args.examples,
     )
+    _ = program.lm, getattr(program, "judge_lm", None)  # built once here, not raced for by the threads
+    return program
 
 
 def _answer_all(program: Any, spec: str, todo: list, threads: int):
-    """Yield one record per question; with threads > 1 questions run concurrently (order of completion)."""
-    bar = tqdm(total=len(todo), desc=spec, unit="q")
-    if threads <= 1:
-        for index, example in todo:
-            yield answer_one(program, spec, index, example)
-            bar.update()
-    else:
-        from concurrent.futures import ThreadPoolExecutor, as_completed
+    """Yield one record per question; with threads > 1 questions run concurrently (order of completion).
 
-        with ThreadPoolExecutor(threads) as pool:
-            futures = [pool.submit(answer_one, program, spec, i, ex) for i, ex in todo]
-            for future in as_completed(futures):
-                yield future.result()
+    Closing the generator early (a stopped run, Ctrl-C) cancels the questions not yet started and
+    waits for those in flight, each bounded by the LM's timeout.
+    """
+    bar = tqdm(total=len(todo), desc=spec, unit="q")
+    try:
+        if threads <= 1:
+            for index, example in todo:
+                yield answer_one(program, spec, index, example)
                 bar.update()
-    bar.close()
+        else:
+            from concurrent.futures import ThreadPoolExecutor, as_completed
+
+            pool = ThreadPoolExecutor(threads)
+            try:
+                futures = [pool.submit(answer_one, program, spec, i, ex) for i, ex in todo]
+                for future in as_completed(futures):
+                    yield future.result()
+                    bar.update()
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        bar.close()
 
 
 def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, Any]:
@@ -135,7 +160,12 @@ def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, A
         record["steps"] = len(steps)
         record["tools"] = [step["tool"] for step in steps]  # the agent's path, for diagnosis
     except Exception as exc:  # one failing question must not abort the run
-        record.update(query="", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+        from text2sql_dspy.programs.llm.service_errors import describe_lm_failure
+
+        service = describe_lm_failure(exc)
+        record.update(query="", error=service or f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+        if service is not None:
+            record["service_failure"] = True  # not an answer: the rerun asks again
     record.update(scored(record.get("query") or "", example))
     return record
 
@@ -152,6 +182,17 @@ def scored(query: str, example: Any) -> dict[str, Any]:
         "execution_note": comparison.describe(),
         "scored_with": COMPARISON_VERSION,
     }
+
+
+def _forget_service_failures(done: dict[tuple[str, int], dict[str, Any]], records_file: Path) -> None:
+    """Drop the records of questions the model service failed, so this run asks them again; rewrite ``records_file``."""
+    failed = [key for key, record in done.items() if record.get("service_failure")]
+    if not failed:
+        return
+    for key in failed:
+        del done[key]
+    records_file.write_text("".join(json.dumps(r, default=str) + "\n" for r in done.values()), encoding="utf-8")
+    print(f"{len(failed)} questions the model service failed last time are asked again")
 
 
 def _rescore_stale(done: dict[tuple[str, int], dict[str, Any]], examples: list, records_file: Path) -> None:

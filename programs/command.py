@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from text2sql_dspy.programs.errors import Text2SQLError
 
-__all__ = ["EXIT_USER_ERROR", "Command", "non_negative_int", "positive_int", "run_command"]
+__all__ = ["EXIT_MODEL_SERVICE_ERROR", "EXIT_USER_ERROR", "Command", "non_negative_int", "positive_int", "run_command"]
 
 EXIT_USER_ERROR = 2
+EXIT_MODEL_SERVICE_ERROR = 3  # a served or hosted model that cannot answer (down, too slow, garbled)
 
 
 def positive_int(text: str) -> int:
@@ -50,12 +51,24 @@ class Command:
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command; a user's mistake prints one ``error:`` line and exits 2, Ctrl-C exits 130."""
+    """Run a command; a user's mistake prints one ``error:`` line and exits 2, a model service's failure
+    exits 3 likewise, Ctrl-C exits 130."""
+    from text2sql_dspy.programs.llm.service_errors import ModelServiceError, describe_lm_failure
+
     try:
         return command(args)
+    except ModelServiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_MODEL_SERVICE_ERROR
     except Text2SQLError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        message = describe_lm_failure(exc)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_MODEL_SERVICE_ERROR

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.postgres_server import Server, ServerUnavailable, load_test_databases, start
+from tests.served_model import ServedModel, ServedModelUnavailable
+from tests.served_model import start as start_served_model
 from tests.tiny_db import build_tiny_db, write_schema_dir
 
 
@@ -36,6 +38,22 @@ def postgres() -> Iterator[Server]:
         pytest.skip(f"PostgreSQL tests skipped: {exc}")
     try:
         load_test_databases(server)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedModel]:
+    """A real OpenAI-compatible server (llama-cpp-python's) over the embedded GGUF on 127.0.0.1, started once.
+
+    Never skipped: a server that will not start fails the tests that need it, with its log.
+    """
+    try:
+        server = start_served_model(log_dir=tmp_path_factory.mktemp("served-model"))
+    except ServedModelUnavailable as exc:
+        pytest.fail(f"the served model would not start: {exc}")
+    try:
         yield server
     finally:
         server.stop()

@@ -137,7 +137,7 @@ def test_anthropic_with_fake_key(monkeypatch: pytest.MonkeyPatch, no_network: No
 
 def test_openai_self_hosted(monkeypatch: pytest.MonkeyPatch, no_network: None) -> None:
     lm = factory.build_lm("openai/Qwen/Qwen2.5-Coder-7B-Instruct", api_base="http://127.0.0.1:8000/v1")
-    assert lm.model == "openai/Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert lm.model == "hosted_vllm/Qwen/Qwen2.5-Coder-7B-Instruct"  # the route that sends max_tokens
     assert lm.kwargs["api_base"] == "http://127.0.0.1:8000/v1"
     monkeypatch.setenv("TEXT2SQL_API_BASE", "http://10.0.0.2:30000/v1")
     assert factory.build_lm("openai/served").kwargs["api_base"] == "http://10.0.0.2:30000/v1"

@@ -15,7 +15,7 @@ import dspy
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.reply import clean_sql
-from text2sql_dspy.programs.llm.factory import logprob_config
+from text2sql_dspy.programs.llm.factory import logprob_config, supports_seed
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
 from text2sql_dspy.programs.progress import emit
@@ -55,7 +55,9 @@ def draft_sql(
     """
     config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
-        config.update(temperature=temperature, seed=seed, rollout_id=seed)
+        config.update(temperature=temperature, rollout_id=seed)
+        if supports_seed(lm):
+            config["seed"] = seed
     demos = list(predictor.demos)
     if source is not None and demos:
         demos = [d for d in demos if source.names_only_its_own(str(d.get("sql") or ""))]

@@ -105,10 +105,11 @@ class ReActAgent(Text2SQLProgram):
         """The judge's LM: the one given, else ``judge_model_id`` or the judge's environment variables,
         else the agent's own LM (one shared model when both are local)."""
         if self._judge_lm is None:
-            from text2sql_dspy.programs.llm.factory import build_lm, resolve_model_name
+            from text2sql_dspy.programs.llm.factory import build_lm, judge_model_from_env, resolve_model_name
 
-            judge_name = resolve_model_name(self.judge_model_id, role="judge")
-            same_as_agent = self.judge_model_id is None and judge_name == resolve_model_name(self.model_id)
+            judge_name = self.judge_model_id or judge_model_from_env()  # None: the agent's model, whatever named it
+            same_as_agent = judge_name is None or (
+                self.judge_model_id is None and judge_name == resolve_model_name(self.model_id))
             self._judge_lm = self.lm if same_as_agent else build_lm(judge_name, role="judge")
         return self._judge_lm
 

@@ -16,7 +16,15 @@ Contract of :func:`build_lm`:
   ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``, a string without a provider
   prefix, or a provider LiteLLM does not know. ``openai/<name>`` with
   ``api_base`` (kwarg, ``$TEXT2SQL_API_BASE`` or ``$OPENAI_API_BASE``) targets a
-  self-hosted OpenAI-compatible server (vLLM, SGLang); no key is needed there.
+  self-hosted OpenAI-compatible server (vLLM, SGLang, llama.cpp); no key is needed
+  there, and the LM is ``hosted_vllm/<model>``, DSPy's route for such servers.
+  Such a served model's replies are not cached by default (DSPy's cache key
+  leaves ``api_base`` out, so two servers' answers would mix, and a garbled
+  reply would be replayed); pass ``cache=True`` to cache them.
+* Remote calls wait at most ``$TEXT2SQL_TIMEOUT_S`` seconds (default 180) for a
+  reply and are retried ``$TEXT2SQL_RETRIES`` times (default 2) on a transient
+  failure; :mod:`programs.llm.service_errors` words what still fails. LiteLLM's
+  price map is read from its bundled copy, never fetched.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.llm.fields import TOP_LOGPROBS
+from text2sql_dspy.programs.llm.service_errors import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RETRIES_ENV, TIMEOUT_ENV
 from text2sql_dspy.programs.llm.llama_engine import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -51,6 +60,7 @@ LOCAL_MODEL_ALIASES = frozenset({LOCAL_MODEL, LOCAL_MODEL_NAME})
 Role = Literal["agent", "judge"]
 
 REMOTE_MAX_TOKENS = 4096
+SERVED_PROVIDER = "hosted_vllm"  # DSPy's route for a self-hosted OpenAI-compatible server (see _served_route)
 _EXAMPLES = (
     "'local' (embedded Qwen2.5-Coder-1.5B), 'anthropic/claude-sonnet-4-5', "
     "'anthropic/claude-haiku-4-5', 'openai/gpt-4o-mini', "
@@ -114,6 +124,19 @@ def _int_env(name: str, default: int) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _positive_float_env(name: str, default: float) -> float:
+    raw = _env(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise ConfigurationError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
 def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
     for key in ("api_key", "api_base", "base_url"):
         if kwargs.get(key) is not None:
@@ -156,24 +179,41 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
             f"Model {model!r} needs an Anthropic API key: set ANTHROPIC_API_KEY "
             "(or use TEXT2SQL_MODEL=local for the embedded model)."
         )
-    if provider == "openai":
-        api_base = kwargs.pop("api_base", None) or _env("TEXT2SQL_API_BASE") or _env("OPENAI_API_BASE")
-        if api_base:
-            kwargs["api_base"] = api_base
-            # Self-hosted OpenAI-compatible servers ignore the key but the client needs one.
-            kwargs.setdefault("api_key", _env("OPENAI_API_KEY") or "EMPTY")
-        elif not (kwargs.get("api_key") or _env("OPENAI_API_KEY")):
-            raise ConfigurationError(
-                f"Model {model!r} needs OPENAI_API_KEY, or api_base / TEXT2SQL_API_BASE pointing at a "
-                "self-hosted OpenAI-compatible server (vLLM, SGLang)."
-            )
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # DSPy's price map: the bundled copy, no fetch
+    model, served = _served_route(model, provider, name, kwargs)
+    retries = kwargs.pop("num_retries", None)
     return dspy.LM(
         model,
         temperature=kwargs.pop("temperature", 0.0),
         max_tokens=kwargs.pop("max_tokens", REMOTE_MAX_TOKENS),
-        cache=kwargs.pop("cache", True),
+        cache=kwargs.pop("cache", not served),
+        timeout=kwargs.pop("timeout", None) or _positive_float_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S),
+        num_retries=_int_env(RETRIES_ENV, DEFAULT_RETRIES) if retries is None else retries,
         **kwargs,
     )
+
+
+def _served_route(model: str, provider: str, name: str, kwargs: dict[str, Any]) -> tuple[str, bool]:
+    """``(model string for dspy.LM, whether it is a self-hosted server)``; sets ``api_base``/``api_key`` in ``kwargs``.
+
+    ``openai/<name>`` with an ``api_base`` is a self-hosted OpenAI-compatible server. It is routed
+    as ``hosted_vllm/<name>``, DSPy's dialect for such servers: that sends the token limit as
+    ``max_tokens``, which every server reads, where the ``openai`` dialect sends
+    ``max_completion_tokens``, which llama.cpp's server ignores (its replies then run to the context).
+    """
+    if provider not in ("openai", SERVED_PROVIDER):
+        return model, False
+    api_base = kwargs.pop("api_base", None) or _env("TEXT2SQL_API_BASE") or _env("OPENAI_API_BASE")
+    if not api_base:
+        if provider == SERVED_PROVIDER or not (kwargs.get("api_key") or _env("OPENAI_API_KEY")):
+            raise ConfigurationError(
+                f"Model {model!r} needs OPENAI_API_KEY, or api_base / TEXT2SQL_API_BASE pointing at a "
+                "self-hosted OpenAI-compatible server (vLLM, SGLang, llama.cpp)."
+            )
+        return model, False
+    kwargs["api_base"] = api_base
+    kwargs.setdefault("api_key", _env("OPENAI_API_KEY") or "EMPTY")  # servers ignore it; the client needs one
+    return f"{SERVED_PROVIDER}/{name}", True
 
 
 # Providers whose chat API returns token log-probabilities (Anthropic's does not).
@@ -193,6 +233,12 @@ def logprob_config(lm: Any, **config: Any) -> dict[str, Any]:
     if supports_logprobs(lm):
         config.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
     return config
+
+
+def supports_seed(lm: Any) -> bool:
+    """True when ``lm`` takes a sampling ``seed``: the embedded engine and OpenAI-compatible APIs (Anthropic's does not,
+    and LiteLLM refuses to send it there)."""
+    return supports_logprobs(lm)
 
 
 def is_embedded_model(lm: Any) -> bool:
