@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Throughput of the embedded model in process and behind a real OpenAI-compatible server, at 1, 2 and 4 threads.
 
-    python benchmarks/bench_served.py --data PATH/spider --split dev --n 40 --out benchmarks/results/served-throughput
+    python benchmarks/bench_served.py --data PATH/spider --split dev --n 40 --out benchmarks/results/served-throughput-2026-11-25
 
 The same first N questions are answered by one program (``--program``, default baseline) six ways:
 in process (the embedded llama.cpp engine) and through llama-cpp-python's OpenAI-compatible server
