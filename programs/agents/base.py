@@ -91,8 +91,8 @@ class Text2SQLProgram(dspy.Module):
         )
         if self.selector is None:
             return view
-        text = with_notes(view.text, self.selector.notes(source))
-        return replace(view, text=text, demos=tuple(self.selector.demos(source, question)))
+        notes, demos = self.selector.shown(source, question)
+        return replace(view, text=with_notes(view.text, notes), demos=tuple(demos))
 
     def forward(self, question: str, db_path: str | None = None) -> dspy.Prediction:
         question = check_question(question)

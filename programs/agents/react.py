@@ -283,7 +283,7 @@ def group_by_result(state: AgentState, candidates: list[Candidate]) -> list[Cand
     groups: list[Candidate] = []
     for candidate in candidates:
         match = None
-        if candidate.valid and state.execute(candidate.sql).ok:
+        if candidate.valid:  # same_result is False for a query that failed to run
             result = state.execute(candidate.sql)
             match = next((g for g in groups if g.valid and same_result(state.execute(g.sql), result)), None)
         if match is not None:

@@ -57,7 +57,6 @@ class Verdict:
     """The judge's verdict on a validated query."""
 
     verdict: LLMJudgeOutput
-    validation: ValidationResult
 
     def render(self) -> str:
         """Status, score bar, issues, suggestions, reasoning, and what to do next."""
@@ -152,7 +151,7 @@ class Tools:
         verdict = judge(state, sql)
         if verdict is None:
             return Refusal("The judge is unavailable; rely on validate_sql and submit when it passes.")
-        return Verdict(verdict, validation)
+        return Verdict(verdict)
 
     def submit_answer(self, query: str, explanation: str, confidence: float) -> Submission:
         """Submit the final SQL query with a one-sentence explanation and your confidence (0.0-1.0).

@@ -26,6 +26,7 @@ from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.examples.identity import database_key, normalise_question
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
+from text2sql_dspy.programs.retrieval.embedder import encode_texts
 
 __all__ = ["DEFAULT_K", "ExampleSelector", "mask_question"]
 
@@ -54,23 +55,28 @@ class ExampleSelector:
         self.mask = mask
         self.exclude_same_question = exclude_same_question
         self._indexes: dict[str, _Index] = {}
+        self._vectors: dict[str, Any] = {}  # text -> its embedding, so a new pair costs one encode, not all
         self._lock = threading.Lock()
 
     def demos(self, source: DataSource, question: str) -> list[dspy.Example]:
         """The ``k`` most similar pairs of ``source``'s database, most similar last (nearest the question)."""
+        return self.shown(source, question)[1]
+
+    def notes(self, source: DataSource) -> list[str]:
+        """Every note stored for ``source``'s database, oldest first."""
+        return list(self._index(source).notes)
+
+    def shown(self, source: DataSource, question: str) -> tuple[list[str], list[dspy.Example]]:
+        """What a question is shown, from one read of the store: the database's notes and its nearest pairs."""
         index = self._index(source)
         if self.k <= 0 or not index.pairs:
-            return []
+            return list(index.notes), []
         scores = index.matrix @ self._embed([self._text(question, source)])[0]
         asked = normalise_question(question)
         ranked = [i for i in np.argsort(-scores, kind="stable")
                   if not (self.exclude_same_question and normalise_question(index.pairs[i].question) == asked)]
         chosen = [index.pairs[i] for i in ranked[: self.k]]
-        return [as_demo(pair) for pair in reversed(chosen)]
-
-    def notes(self, source: DataSource) -> list[str]:
-        """Every note stored for ``source``'s database, oldest first."""
-        return list(self._index(source).notes)
+        return list(index.notes), [as_demo(pair) for pair in reversed(chosen)]
 
     def _index(self, source: DataSource) -> _Index:
         examples = self.store.examples(source)
@@ -88,11 +94,12 @@ class ExampleSelector:
     def _text(self, question: str, source: DataSource) -> str:
         return mask_question(question, source) if self.mask else question
 
-    @staticmethod
-    def _embed(texts: Sequence[str]) -> Any:
-        from text2sql_dspy.programs.retrieval.embedder import encode_texts
-
-        return encode_texts(texts)
+    def _embed(self, texts: Sequence[str]) -> Any:
+        """Unit embeddings of ``texts``, one row each; a text embedded before is not embedded again."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, encode_texts(missing)))
+        return np.stack([self._vectors[t] for t in texts])
 
 
 def as_demo(pair: StoredExample) -> dspy.Example:
