@@ -13,7 +13,7 @@ from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.examples.selector import ExampleSelector, mask_question, with_notes
+from text2sql_dspy.programs.examples.selector import PAIRS_GUIDE, ExampleSelector, mask_question, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
 from tests.fakes import GOOD_SQL, draft
@@ -90,6 +90,8 @@ def test_notes_follow_the_schema_as_comments() -> None:
     assert with_notes("CREATE TABLE t (a INT);", []) == "CREATE TABLE t (a INT);"
     text = with_notes("CREATE TABLE t (a INT);", ["a failed  login is\nsuccess = 0"])
     assert text.startswith("CREATE TABLE t (a INT);\n\n-- Notes") and text.endswith("-- a failed login is success = 0")
+    assert with_notes("CREATE TABLE t (a INT);", [], pairs=True) == f"CREATE TABLE t (a INT);\n\n{PAIRS_GUIDE}"
+    assert with_notes("CREATE TABLE t (a INT);", ["n"], pairs=True).endswith("-- n\n\n" + PAIRS_GUIDE)
 
 
 def test_the_drafting_prompt_shows_the_schema_then_the_pairs_then_the_question(
@@ -102,7 +104,7 @@ def test_the_drafting_prompt_shows_the_schema_then_the_pairs_then_the_question(
     system, *demo_turns, last = [m for m in messages if m["role"] != "assistant" or "login_attempts" in m["content"]
                                  or "blocks" in m["content"] or "organizations" in m["content"] or "users" in m["content"]]
     assert system["content"].startswith("[[ ## table_schemas ## ]]") and "Notes from the people" in system["content"]
-    assert "A failed login is a login_attempts row" in system["content"]
+    assert "A failed login is a login_attempts row" in system["content"] and PAIRS_GUIDE in system["content"]
     shown = "\n".join(m["content"] for m in demo_turns)
     assert "How many users are blocked?" in shown and "unblocked_at IS NULL" in shown
     assert "How many users are suspended?" in last["content"] and "How many users are blocked?" not in last["content"]

@@ -92,7 +92,7 @@ class Text2SQLProgram(dspy.Module):
         if self.selector is None:
             return view
         notes, demos = self.selector.shown(source, question)
-        return replace(view, text=with_notes(view.text, notes), demos=tuple(demos))
+        return replace(view, text=with_notes(view.text, notes, pairs=bool(demos)), demos=tuple(demos))
 
     def forward(self, question: str, db_path: str | None = None) -> dspy.Prediction:
         question = check_question(question)

@@ -28,10 +28,16 @@ from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
 from text2sql_dspy.programs.retrieval.embedder import encode_texts
 
-__all__ = ["DEFAULT_K", "ExampleSelector", "mask_question"]
+__all__ = ["DEFAULT_K", "PAIRS_GUIDE", "ExampleSelector", "mask_question", "with_notes"]
 
 DEFAULT_K = 4
 MASK, UNKNOWN = "<mask>", "<unk>"
+# The same for every question, so it stays in the cached prefix. It asks to adapt the pairs, not copy them:
+# a small model otherwise carries the nearest pair's extra columns and clauses into its answer.
+PAIRS_GUIDE = (
+    "-- The example questions before the question are verified answers on this database: reuse their tables, "
+    "joins, filters and conventions, but answer exactly the question asked (its own columns, limit and ordering)."
+)
 
 
 @dataclass
@@ -107,12 +113,14 @@ def as_demo(pair: StoredExample) -> dspy.Example:
     return dspy.Example(table_schemas=IN_SYSTEM_MESSAGE, question=pair.question, hints="", sql=pair.sql)
 
 
-def with_notes(schema_text: str, notes: list[str]) -> str:
-    """The schema text followed by the user's notes, as SQL comments (part of the cached prefix)."""
-    if not notes:
-        return schema_text
-    lines = "\n".join(f"-- {' '.join(note.split())}" for note in notes)
-    return f"{schema_text}\n\n-- Notes from the people who use this database:\n{lines}"
+def with_notes(schema_text: str, notes: list[str], *, pairs: bool = False) -> str:
+    """The schema text followed by the user's notes, as SQL comments (part of the cached prefix); with
+    ``pairs`` (verified pairs are shown as demos), a line on how to use them."""
+    text = schema_text
+    if notes:
+        lines = "\n".join(f"-- {' '.join(note.split())}" for note in notes)
+        text = f"{text}\n\n-- Notes from the people who use this database:\n{lines}"
+    return f"{text}\n\n{PAIRS_GUIDE}" if pairs else text
 
 
 def mask_question(question: str, source: DataSource) -> str:
