@@ -105,6 +105,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     compiled.save(str(out))
+    export = out.with_suffix(".examples.json")  # the store as text, to keep with the JSON (in git, say)
+    store.dump(export)
     meta = {
         "program": config.program,
         "optimizer": config.optimizer,
@@ -122,6 +124,7 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         "budget": asdict(config.budget),
         "seed": config.seed,
         "examples": os.path.relpath(store_path.resolve(), out.parent.resolve()),
+        "examples_export": export.name,
         "learned": None if learned is None else {
             "added": learned.added, "already_stored": learned.merged + learned.unchanged, "refused": len(learned.refused),
         },

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,19 @@ def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_sto
     assert meta["examples"] == "v2.examples.sqlite" and meta["learned"] == {"added": 4, "already_stored": 0, "refused": 0}
     program = make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
     assert program.selector is not None and program.selector.store.path == out.with_suffix(".examples.sqlite")
-    (out.with_suffix(".examples.sqlite")).unlink()
+    stored = sorted((e.question, e.sql) for e in program.selector.store.examples(open_source(tiny_db)))
+    assert len(stored) == 4 and meta["examples_export"] == "v2.examples.json" and len(json.loads(out.with_suffix(".examples.json").read_text())) == 4
+
+    moved = tmp_path / "elsewhere"  # the compiled file travels with its export only: the store is rebuilt from it
+    moved.mkdir()
+    for suffix in (".json", ".meta.json", ".examples.json"):
+        shutil.copy(out.with_suffix(suffix), moved / f"v2{suffix}")
+    program = make_program(str(moved / "v2.json"), retrieval_type="keyword", lm=DummyLM([]))
+    assert program.selector.store.path == moved / "v2.examples.sqlite"
+    assert sorted((e.question, e.sql) for e in program.selector.store.examples(open_source(tiny_db))) == stored
+    assert program.selector.store.restore(moved / "v2.examples.json") == 0  # restoring again adds nothing
+
+    (moved / "v2.examples.sqlite").unlink()
+    (moved / "v2.examples.json").unlink()
     with pytest.raises(ConfigurationError, match="example store .* is missing"):
-        make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
+        make_program(str(moved / "v2.json"), retrieval_type="keyword", lm=DummyLM([]))

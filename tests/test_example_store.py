@@ -193,6 +193,34 @@ def test_export_then_import_round_trip(store: ExampleStore, source: DataSource, 
     assert fresh.import_file(source, exported).unchanged == 3  # a second import changes nothing
 
 
+def test_dump_then_restore_keeps_every_database_and_field(
+    store: ExampleStore, source: DataSource, tmp_path: Path
+) -> None:
+    store.add_pair(source, QUESTION, GOOD_SQL)
+    store.add_note(source, "a failed login is a login_attempts row with success = 0")
+    (tmp_path / "other").mkdir()
+    other = other_database(tmp_path / "other")
+    store.add_pair(other, "How many projects are there?", "SELECT count(*) FROM projects", origin="train")
+    assert store.dump(tmp_path / "dump.json") == 3
+    fresh = ExampleStore(tmp_path / "fresh.sqlite")
+    assert fresh.restore(tmp_path / "dump.json") == 3
+    assert fresh.restore(tmp_path / "dump.json") == 0  # what is there already is kept as it is
+
+    def rows(s: ExampleStore) -> list[tuple]:
+        return [(e.db_key, e.kind, e.question, e.sql, e.origin, e.checked, e.dialect, e.created)
+                for key in s.keys() for e in s.examples(key)]
+
+    assert rows(fresh) == rows(store) and fresh.keys() == store.keys()
+
+
+@pytest.mark.parametrize("content", ["not json", "{}", '[{"question": "q"}]', "[1]"])
+def test_restoring_from_a_bad_file_is_refused_and_changes_nothing(store: ExampleStore, tmp_path: Path, content: str) -> None:
+    (tmp_path / "dump.json").write_text(content)
+    with pytest.raises(ExampleError, match="cannot restore examples from"):
+        store.restore(tmp_path / "dump.json")
+    assert store.keys() == {}
+
+
 def test_json_and_csv_files_import_the_good_rows_and_list_the_refused(
     store: ExampleStore, source: DataSource, tmp_path: Path
 ) -> None:

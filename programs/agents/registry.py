@@ -10,6 +10,7 @@ from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.examples.store import ExampleStore
 
 PROGRAMS: dict[str, type[Text2SQLProgram]] = {"baseline": Baseline, "v1": ReActAgent, "v2": ReActAgentV2}
 
@@ -55,11 +56,17 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
 
 
 def compiled_store(compiled: Path, meta: dict[str, Any]) -> Path:
-    """The example store a compiled program names: a path relative to the compiled file's folder."""
+    """The example store a compiled program names: a path relative to the compiled file's folder. Where the
+    store is missing but its export (``<name>.examples.json``, written by compile) is there, the store is
+    rebuilt from the export."""
     store = compiled.parent / meta["examples"]
+    export = compiled.parent / meta.get("examples_export", "")
+    if not store.is_file() and meta.get("examples_export") and export.is_file():
+        ExampleStore(store).restore(export)
     if not store.is_file():
         raise ConfigurationError(
-            f"{compiled} learned from the example store {store}, which is missing. Keep the store beside the "
-            "compiled file (compile writes it there), or pass examples=... (--examples) to use another."
+            f"{compiled} learned from the example store {store}, which is missing. Keep the store (or its export "
+            f"{compiled.with_suffix('.examples.json').name}) beside the compiled file, or pass examples=... "
+            "(--examples) to use another."
         )
     return store

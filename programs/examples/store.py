@@ -173,16 +173,30 @@ class ExampleStore:
             {"question": e.question, "sql": e.sql, "kind": e.kind, "origin": e.origin, "dialect": e.dialect}
             for e in self.examples(source_or_key)
         ]
-        target = Path(path).expanduser()
+        return _write_json(Path(path).expanduser(), rows)
+
+    def dump(self, path: Path | str) -> int:
+        """Write every example of every database, with its key, as JSON that :meth:`restore` reads back."""
+        with self._connect() as conn:
+            rows = [dict(row) for row in conn.execute(f"SELECT {', '.join(DUMPED)} FROM examples ORDER BY id")]
+        return _write_json(Path(path).expanduser(), rows)
+
+    def restore(self, path: Path | str) -> int:
+        """Add the examples of a :meth:`dump` (checked when they were first stored, so not checked again)
+        that this store lacks; how many were added."""
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(rows, out, indent=2, ensure_ascii=False)
-            os.replace(temp, target)
-        except OSError as exc:
-            raise ExampleError(f"cannot write {target}: {exc}. Give a path in a writable folder.") from None
-        return len(rows)
+            rows = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+            if not isinstance(rows, list):
+                raise TypeError(f"a JSON list was expected, not {type(rows).__name__}")
+            values = [[row[name] for name in DUMPED] + [normalise_question(row["question"]), _now()] for row in rows]
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise ExampleError(f"cannot restore examples from {path}: {exc!r}. Give a file written by a compile.") from None
+        with self._write() as conn:
+            before = conn.total_changes
+            conn.executemany(
+                f"INSERT OR IGNORE INTO examples ({', '.join(DUMPED)}, question_key, updated)"
+                f" VALUES ({', '.join('?' * (len(DUMPED) + 2))})", values)
+            return conn.total_changes - before
 
     # -- changing -------------------------------------------------------------------------------
 
@@ -287,7 +301,21 @@ class ExampleStore:
         return _example(conn.execute("SELECT * FROM examples WHERE id = ?", [example_id]).fetchone())
 
 
+DUMPED = ("db_key", "db_id", "kind", "question", "sql", "dialect", "origin", "checked", "created")
 _FIX = "Fix: pass --examples PATH (or set TEXT2SQL_EXAMPLES) to a writable .sqlite file of its own."
+
+
+def _write_json(target: Path, rows: list[dict]) -> int:
+    """Write ``rows`` to ``target`` in one step (a temporary file, then a rename); how many were written."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(rows, out, indent=2, ensure_ascii=False)
+        os.replace(temp, target)
+    except OSError as exc:
+        raise ExampleError(f"cannot write {target}: {exc}. Give a path in a writable folder.") from None
+    return len(rows)
 
 
 def _key(source_or_key: DataSource | str) -> str:
