@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ __all__ = ["EXIT_MODEL_SERVICE_ERROR", "EXIT_USER_ERROR", "Command", "non_negati
 
 EXIT_USER_ERROR = 2
 EXIT_MODEL_SERVICE_ERROR = 3  # a served or hosted model that cannot answer (down, too slow, garbled)
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader has gone
 
 
 def positive_int(text: str) -> int:
@@ -66,6 +68,9 @@ def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Nam
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (`text2sql examples list | head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush cannot fail
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         message = describe_lm_failure(exc)
         if message is None:

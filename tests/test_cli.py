@@ -90,3 +90,19 @@ def test_repository_scripts_still_run_from_the_root(script: list[str], usage: st
     done = subprocess.run([sys.executable, *script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(usage)
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly() -> None:
+    """`text2sql examples list | head`: no BrokenPipeError traceback, the shell's SIGPIPE status."""
+    writer = ("import argparse, sys\n"
+              "from text2sql_dspy.programs.command import run_command\n"
+              "def many_lines(args):\n"
+              "    for i in range(200_000):\n"
+              "        print('row', i)\n"
+              "    return 0\n"
+              "sys.exit(run_command(many_lines, argparse.Namespace()))\n")
+    proc = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"row 0\n"
+    proc.stdout.close()  # the reader leaves after one line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
