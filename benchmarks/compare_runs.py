@@ -2,6 +2,7 @@
 """Compare two ``text2sql evaluate`` runs on the questions they share, program by program.
 
     python benchmarks/compare_runs.py runs/served-sqlite runs/served-pg --program baseline --program v2
+    python benchmarks/compare_runs.py runs/v2 runs/compiled --pair v2=runs/compiled/v2-bundled.json
 
 Questions are matched by their text, so a run over a whole split and a run over a filtered copy of
 it (``benchmarks/load_postgres.py`` leaves out gold queries that do not transpile) compare like
@@ -32,21 +33,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("first", type=Path, help="an evaluate --out folder")
     parser.add_argument("second", type=Path, help="another evaluate --out folder")
     parser.add_argument("--program", action="append", help="programs to compare (default: those in both runs)")
+    parser.add_argument("--pair", action="append", metavar="FIRST=SECOND",
+                        help="compare program FIRST of the first run with program SECOND of the second")
     args = parser.parse_args(argv)
     first, second = by_program(args.first), by_program(args.second)
-    programs = args.program or [p for p in first if p in second]
-    missing = [p for p in programs if p not in first or p not in second]
+    pairs = [tuple(pair.split("=", 1)) for pair in args.pair or [] if "=" in pair]
+    if args.pair and len(pairs) != len(args.pair):
+        parser.error("--pair takes FIRST=SECOND, two program names")
+    if not pairs:
+        pairs = [(p, p) for p in (args.program or [p for p in first if p in second])]
+    missing = [a for a, _ in pairs if a not in first] + [b for _, b in pairs if b not in second]
     if missing:
-        print(f"not in both runs: {', '.join(missing)}", file=sys.stderr)
+        print(f"not in the runs: {', '.join(missing)}", file=sys.stderr)
         return 2
     out = {}
     print(f"{'program':<12} {'shared':>6} {args.first.name:>16} {args.second.name:>16} {'only 1st':>8} {'only 2nd':>8} {'sign p':>7}")
-    for program in programs:
-        paired = paired_comparison(first[program], second[program], key="question")
+    for program, other in pairs:
+        paired = paired_comparison(first[program], second[other], key="question")
         n = paired["questions"]
-        print(f"{program:<12} {n:6d} {paired['reference_correct'] / n:16.1%} {paired['other_correct'] / n:16.1%} "
+        label = program if program == other else f"{program}={Path(other).name}"
+        print(f"{label:<12} {n:6d} {paired['reference_correct'] / n:16.1%} {paired['other_correct'] / n:16.1%} "
               f"{paired['lost']:8d} {paired['gained']:8d} {paired['sign_test_p']:7.3f}")
-        out[program] = paired
+        out[label] = paired
     print(json.dumps(out))
     return 0
 
