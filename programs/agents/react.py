@@ -3,8 +3,8 @@
 A question takes one path. The opening's fixed moves call the tools (:class:`~.tools.Tools`)
 directly and record each call as a ReAct step (:func:`~.trajectory.take_step`):
 
-1. draft the query (V2, when the draft's own token confidence is low or the draft fails validation:
-   sample more candidates, stopping early once the majority result is settled);
+1. draft the query (V2, when the draft's own token confidence is low: sample more candidates,
+   stopping early once the majority result is settled);
 2. validate each distinct draft; if none is valid, redraft once from the validator's findings;
 3. V2: run the valid ones read-only, group them by result (:func:`~..db.results.same_result`),
    and let the judge score one query per group; choose by judge probability and agreement; a
@@ -159,8 +159,7 @@ class ReActAgent(Text2SQLProgram):
                 pool[draft.sql] = self._check(tools, trajectory, Candidate(draft), "Check this drafted query.")
 
         add(self._draft(state, question, view))
-        greedy = next(iter(pool.values()), None)
-        if greedy is not None and self.candidates > 1 and (greedy.draft.confidence < self.sample_below or not greedy.valid):
+        if pool and self.candidates > 1 and next(iter(pool.values())).draft.confidence < self.sample_below:
             for seed in range(1, self.candidates):
                 if majority_settled(state, list(pool.values()), remaining=self.candidates - drafts):
                     break  # adaptive consistency: no further sample could change the majority result
