@@ -168,8 +168,11 @@ def test_an_interrupted_evaluation_resumes_with_only_what_was_missing(
     argv = ["--data", str(data), "--program", "baseline", "--model", served_env.model, "--retrieval", "keyword",
             "--out", str(out)]
     records_file = out / "records.jsonl"
+    # A terminal's Ctrl-C: SIGINT handled as Python's default, even where these tests run as a background job
+    # (whose shell starts it with SIGINT ignored, which a child inherits and Python then keeps).
     run = subprocess.Popen([sys.executable, str(REPO / "evaluate.py"), *argv], env={**os.environ},
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and run.poll() is None:
         if records_file.is_file() and records_file.read_text().count("\n") >= 1:
