@@ -221,3 +221,34 @@ def test_an_unknown_answer_is_404_naming_the_fix(service: Service) -> None:
     for url in ("/jobs/nope", "/jobs/nope/events", "/jobs/nope/result.csv"):
         missing = client.get(url)
         assert missing.status_code == 404 and "ask again" in missing.json()["detail"]
+
+
+def test_a_stage_emitted_just_before_the_end_is_still_sent() -> None:
+    import asyncio
+
+    from text2sql_dspy.programs.web.jobs import Job
+    from text2sql_dspy.programs.web.pages import job_events
+
+    class RacingJob(Job):
+        """The worker emits its last stage and ends right after the stream reads the events (the race CI hit)."""
+
+        def events_since(self, index: int) -> list[dict]:
+            events = super().events_since(index)
+            if index == 0:
+                self.emit("showing")
+                self.finish("failed", error="ended")
+            return events
+
+    class Connected:
+        async def is_disconnected(self) -> bool:
+            return False
+
+    async def collect() -> list[dict[str, str]]:
+        return [event async for event in job_events(job, Connected())]
+
+    job = RacingJob("j1", None, deadline=time.monotonic() + 60, timeout_s=60)
+    job.emit("queued")
+    job.emit("checking")
+    events = asyncio.run(collect())
+    assert [json.loads(e["data"])["stage"] for e in events if e["event"] == "stage"] == ["queued", "checking", "showing"]
+    assert events[-1] == {"event": "failure", "data": "ended"}

@@ -88,10 +88,11 @@ async def events(job_id: str, request: Request) -> EventSourceResponse:
 async def job_events(job: Job, request: Request) -> AsyncIterator[dict[str, str]]:
     seen = 0
     while True:
+        finished = job.finished  # read before the events: every stage emitted before the end is then sent
         for event in job.events_since(seen):
             seen += 1
             yield {"event": "stage", "data": json.dumps(event)}
-        if job.finished:
+        if finished:
             break
         if time.monotonic() > job.deadline:
             job.time_out()
