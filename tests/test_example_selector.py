@@ -115,12 +115,14 @@ def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_sto
     data = write_spider_folder(tmp_path / "spider", tiny_db, {"train": PAIRS, "dev": []})
     out = tmp_path / "compiled" / "v2.json"
     argv = ["--program", "v2", "--optimizer", "none", "--data", str(data), "--out", str(out), "--retrieval", "keyword",
-            "--dev-limit", "0", "--metric", "execution"]
+            "--dev-limit", "0", "--metric", "execution", "--k-examples", "2"]
     assert compile_main(argv) == 0
     meta = json.loads(metadata_path(out).read_text())
     assert meta["examples"] == "v2.examples.sqlite" and meta["learned"] == {"added": 4, "already_stored": 0, "refused": 0}
     program = make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
     assert program.selector is not None and program.selector.store.path == out.with_suffix(".examples.sqlite")
+    assert program.selector.k == meta["k_examples"] == 2  # compile's --k-examples holds where the file is used
+    assert make_program(str(out), retrieval_type="keyword", lm=DummyLM([]), k_examples=3).selector.k == 3
     stored = sorted((e.question, e.sql) for e in program.selector.store.examples(open_source(tiny_db)))
     assert len(stored) == 4 and meta["examples_export"] == "v2.examples.json" and len(json.loads(out.with_suffix(".examples.json").read_text())) == 4
 

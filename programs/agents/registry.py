@@ -49,6 +49,8 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
             options.pop(key, None)
     if meta.get("examples") and options.get("examples") is None:
         options["examples"] = compiled_store(path, meta)
+        if meta.get("k_examples") is not None:
+            options.setdefault("k_examples", meta["k_examples"])  # as many pairs a question as compile showed
     program = cls(**options)
     if path.suffix == ".json":
         program.load(str(path))
