@@ -62,13 +62,13 @@ def compiled_store(compiled: Path, meta: dict[str, Any]) -> Path:
     store is missing but its export (``<name>.examples.json``, written by compile) is there, the store is
     rebuilt from the export."""
     store = compiled.parent / meta["examples"]
-    export = compiled.parent / meta.get("examples_export", "")
-    if not store.is_file() and meta.get("examples_export") and export.is_file():
+    export = compiled.parent / meta["examples_export"] if meta.get("examples_export") else None
+    if not store.is_file() and export is not None and export.is_file():
         ExampleStore(store).restore(export)
     if not store.is_file():
         raise ConfigurationError(
             f"{compiled} learned from the example store {store}, which is missing. Keep the store (or its export "
-            f"{compiled.with_suffix('.examples.json').name}) beside the compiled file, or pass examples=... "
-            "(--examples) to use another."
+            f"{meta.get('examples_export', '<name>.examples.json')}) beside the compiled file, or pass "
+            "examples=... (--examples) to use another."
         )
     return store
