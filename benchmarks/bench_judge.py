@@ -15,6 +15,8 @@
 
 Variants: ``facts`` is the agent's judge as it ships (question, query, execution result); ``schema``
 adds the table schemas in front, as the drafting prompt shows them (their KV prefix is shared);
+``pairs`` adds the question's nearest verified pairs of the same database from ``--examples STORE``
+(never the scored question's own pair; with ``--examples`` the drafts of step 1 are shown them too);
 ``fewshot`` is ``facts`` with labelled demos (half right, half wrong, with their execution results)
 drawn from another run's candidates, ``--demos OTHER_OUT``: use a run on other databases, so that
 no demo shares a database with a scored candidate (P(True) with few-shot demos: Kadavath et al., 2022).
@@ -49,10 +51,12 @@ from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.signatures import JudgeSQL
 
 SCHEMA_DESC = "CREATE TABLE statements of the database the query ran on"
+PAIRS_DESC = "verified question -> SQL pairs on this database, the most similar to the question"
 VARIANTS = {
     "facts": JudgeSQL,
     "schema": JudgeSQL.prepend("table_schemas", dspy.InputField(desc=SCHEMA_DESC), type_=str),
     "fewshot": JudgeSQL,
+    "pairs": JudgeSQL.prepend("verified_pairs", dspy.InputField(desc=PAIRS_DESC), type_=str),
 }
 
 
@@ -72,7 +76,7 @@ def collect(program: Any, examples: list[tuple[int, Any]], samples: int, out: Pa
             for seed in range(samples + 1):
                 sampling = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
                 draft = draft_sql(program.draft, program.lm, source=source, question=example.question, table_schemas=view.text,
-                                  **sampling)
+                                  examples=view.demos, **sampling)
                 validation = source.validator.validate(draft.sql) if draft.sql else None
                 if validation is None or not validation.valid or validation.sql in seen:
                     continue
@@ -101,6 +105,14 @@ def labelled_demos(pool: list[dict[str, Any]], per_label: int, seed: int) -> lis
                          is_correct=c["correct"], issues=[], suggestions=[]) for c in chosen]
 
 
+def pairs_text(program: Any, candidate: dict[str, Any]) -> str:
+    """The candidate's question's nearest stored pairs (its own excluded), one "question / SQL" block each."""
+    if program.selector is None:
+        raise SystemExit("the pairs variant needs --examples STORE")
+    demos = program.selector.demos(open_source(candidate["db_path"]), candidate["question"])
+    return "\n\n".join(f"Question: {d.question}\nSQL: {d.sql}" for d in demos) or "(none stored)"
+
+
 def score(program: Any, variant: str, candidates: list[dict[str, Any]], out: Path,
           demos: list[dspy.Example]) -> list[dict[str, Any]]:
     """Each candidate's score under ``variant``, reusing the scores already in ``out``."""
@@ -114,6 +126,8 @@ def score(program: Any, variant: str, candidates: list[dict[str, Any]], out: Pat
             context = {}
             if variant == "schema":
                 context["table_schemas"] = program.schema(open_source(cand["db_path"]), cand["question"]).text
+            if variant == "pairs":
+                context["verified_pairs"] = pairs_text(program, cand)
             start = time.perf_counter()
             verdict = judge_sql(predictor, program.lm, question=cand["question"], sql=cand["sql"],
                                 execution_result=cand["facts"], explain=False, **context)
@@ -135,6 +149,7 @@ def main() -> int:
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="judge variants (default: all)")
     parser.add_argument("--demos", type=Path, help="another run's --out, whose candidates are the fewshot demos")
     parser.add_argument("--demos-per-label", type=int, default=2)
+    parser.add_argument("--examples", type=Path, help="an example store: drafts are shown its pairs; the pairs variant uses it")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     logging.getLogger("dspy").setLevel(logging.ERROR)
@@ -142,13 +157,15 @@ def main() -> int:
 
     examples = list(enumerate(load_split(args.data, args.split)))
     examples = sorted(random.Random(args.seed).sample(examples, min(args.limit, len(examples))), key=lambda e: e[0])
-    program = make_program("baseline", lm=build_lm("local"))
+    program = make_program("baseline", lm=build_lm("local"), examples=args.examples)
+    if program.selector is not None:
+        program.selector.exclude_same_question = True  # a stored question is never shown its own pair
     with dspy.context(lm=program.lm, adapter=StablePrefixAdapter()):
         candidates = collect(program, examples, args.samples, args.out / "candidates.jsonl")
         right = sum(c["correct"] for c in candidates)
         print(f"{len(candidates)} distinct valid candidates from {len(examples)} questions: {right} right, "
               f"{len(candidates) - right} wrong")
-        variants = args.variant or [v for v in VARIANTS if v != "fewshot" or args.demos]
+        variants = args.variant or [v for v in VARIANTS if (v != "fewshot" or args.demos) and (v != "pairs" or args.examples)]
         if "fewshot" in variants and not args.demos:
             parser.error("the fewshot variant needs --demos (another run's --out)")
         pool = read_jsonl(args.demos / "candidates.jsonl") if args.demos else []
