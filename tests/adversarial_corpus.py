@@ -43,7 +43,10 @@ Target = tuple[str, str, str]  # table, first column, second column
 
 EXECUTOR_TIMEOUT_S = 1.0  # the executor's timeout in the harness
 DRY_RUN_TIMEOUT_S = 0.5  # the validator's dry run in the harness
-CASE_BOUND_S = 10.0  # all stages of one case (the query runs up to five times); longer is a hang
+# All stages of one case: the query runs up to five times under the timeouts above (about 5 s at most on a
+# quiet machine). A case over this bound escaped its timeouts; the margin is for a machine shared with other
+# work (cases took 14-18 s with a model evaluation beside the tests), since this catches hangs, not slowness.
+CASE_BOUND_S = 30.0
 
 
 @dataclass(frozen=True)
