@@ -164,6 +164,7 @@ def run_optimizer(config: CompileConfig, student: dspy.Module, metric: Metric, t
         return optimizer.compile(
             student, trainset=train, valset=dev or None, num_trials=budget.num_trials,
             minibatch=False, seed=config.seed, program_aware_proposer=False, data_aware_proposer=False,
+            fewshot_aware_proposer=False,  # a drafting demo carries a whole schema: a few overflow the prompt model
         )
     optimizer = dspy.GEPA(
         metric=metric.for_gepa(), reflection_lm=prompt_lm, max_metric_calls=budget.max_metric_calls,

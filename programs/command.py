@@ -55,6 +55,8 @@ class Command:
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a command; a user's mistake prints one ``error:`` line and exits 2, a model service's failure
     exits 3 likewise, Ctrl-C exits 130."""
+    from dspy.utils.exceptions import ContextWindowExceededError
+
     from text2sql_dspy.programs.llm.service_errors import ModelServiceError, describe_lm_failure
 
     try:
@@ -64,6 +66,10 @@ def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Nam
         return EXIT_MODEL_SERVICE_ERROR
     except Text2SQLError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except ContextWindowExceededError as exc:  # its first line names the window (n_ctx) and how to widen it
+        lines = str(getattr(exc, "message", None) or exc).strip().splitlines()
+        print(f"error: {lines[0] if lines else 'a prompt does not fit the model context window'}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,19 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly() -> None:
     proc.stdout.close()  # the reader leaves after one line
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+def test_a_prompt_too_long_for_the_model_is_one_error_line_naming_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    """A compile whose prompt model overflows (MIPROv2's proposals, say) ends with the engine's advice, no traceback."""
+    from dspy.utils.exceptions import ContextWindowExceededError
+
+    from text2sql_dspy.programs.command import run_command
+
+    message = ("[local/qwen2.5-coder-1.5b] Prompt of 22464 tokens does not fit the local model's context window "
+               "n_ctx=12288. Shorten the prompt or raise n_ctx (TEXT2SQL_N_CTX).\n  To fix:\n    - Clear history")
+
+    def overflowing(args: argparse.Namespace) -> int:
+        raise ContextWindowExceededError(message=message)
+
+    assert run_command(overflowing, argparse.Namespace()) == EXIT_USER_ERROR
+    assert capsys.readouterr().err == f"error: {message.splitlines()[0]}\n"

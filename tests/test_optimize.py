@@ -227,10 +227,15 @@ def test_gepa_and_mipro_wiring(
         assert json.loads(metadata_path(out).read_text())["optimizer"] == "gepa"
         reflection_prompts = [str(entry["messages"] or entry["prompt"]) for entry in proposer.history]
         assert any("Execution: the query returns 1 rows" in p for p in reflection_prompts), "feedback reached GEPA"
+    proposer.history.clear()
+    monkeypatch.setattr(proposer, "copy", lambda **_: proposer)  # MIPROv2 proposes on a copy: keep one history
+    with dspy.context(lm=scripted(TRAIN + DEV)):  # right on train: bootstrapped traces, each with its schema
         out = tmp_path / "mipro.json"
         assert optimize_main([*common, "--optimizer", "mipro", "--out", str(out), "--num-trials", "2"]) == 0
         assert json.loads(metadata_path(out).read_text())["dev_after"]["n"] == 1
         assert instruction in caplog.text, "MIPROv2's prompt model proposed a candidate instruction"
+    proposals = [str(entry["messages"] or entry["prompt"]) for entry in proposer.history]
+    assert proposals and not any("CREATE TABLE" in p for p in proposals), "no schema-sized demos in a proposal prompt"
 
 
 def test_compile_refuses_bad_flags(tmp_path: Path, tiny_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
