@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.teleprompt.gepa.instruction_proposal import InstructionProposer
 
-from text2sql_dspy.optimize.demos import compact_demos, with_gold_draft
+from text2sql_dspy.optimize.demos import compact_demos, compact_reflections, with_gold_draft
 from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric
 from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.dataset import load_split
@@ -168,9 +169,16 @@ def run_optimizer(config: CompileConfig, student: dspy.Module, metric: Metric, t
         )
     optimizer = dspy.GEPA(
         metric=metric.for_gepa(), reflection_lm=prompt_lm, max_metric_calls=budget.max_metric_calls,
-        num_threads=config.threads, seed=config.seed, track_stats=False,
+        num_threads=config.threads, seed=config.seed, track_stats=False, instruction_proposer=CompactProposer(),
     )
     return optimizer.compile(student, trainset=train, valset=dev or None)
+
+
+class CompactProposer(InstructionProposer):
+    """GEPA's default instruction proposer, shown each reflective example's schema cut to the tables its SQL reads."""
+
+    def __call__(self, candidate: dict[str, str], reflective_dataset: Any, components_to_update: list[str]) -> dict[str, str]:
+        return super().__call__(candidate, compact_reflections(reflective_dataset), components_to_update)
 
 
 def score_on(program: dspy.Module, examples: list, metric: Metric, threads: int, label: str) -> dict[str, Any]:

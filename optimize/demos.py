@@ -7,12 +7,13 @@ of the judge: a bootstrapped judge demo is the judge's own verdict on a trace th
 not the truth, so a compiled judge's demos lean one way and pull every score that way (see
 docs/benchmarks.md, "Bundled test, four programs").
 :func:`with_gold_draft` turns a training example into a labeled drafting demo (its gold SQL over
-the tables that SQL reads), for optimizers' ``max_labeled_demos``.
+the tables that SQL reads), for optimizers' ``max_labeled_demos``. :func:`compact_reflections` does
+for GEPA's reflective examples what :func:`compact_demos` does for demos.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import dspy
@@ -61,6 +62,25 @@ def _compact(demo: Any) -> Any:
     if not used:
         return demo
     return demo.copy(table_schemas=keep_tables(schemas, used))
+
+
+def compact_reflections(dataset: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """GEPA's reflective examples, each input ``table_schemas`` cut to the tables its generated SQL reads.
+
+    A reflective example is ``{"Inputs": {...}, "Generated Outputs": {...} or an error text, "Feedback": ...}``;
+    three whole schemas of a large database would not fit a small reflection model's context.
+    """
+    return {name: [_compact_reflection(example) for example in examples] for name, examples in dataset.items()}
+
+
+def _compact_reflection(example: Mapping[str, Any]) -> dict[str, Any]:
+    inputs, outputs = example.get("Inputs"), example.get("Generated Outputs")
+    schemas = inputs.get("table_schemas") if isinstance(inputs, Mapping) else None
+    if not isinstance(schemas, str):
+        return dict(example)
+    sql = outputs.get("sql") if isinstance(outputs, Mapping) else None
+    used = tables_read(sql) if isinstance(sql, str) else set()
+    return {**example, "Inputs": {**inputs, "table_schemas": keep_tables(schemas, used)}}
 
 
 def keep_tables(rendered: str, names: Iterable[str]) -> str:

@@ -12,7 +12,7 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize.compile_command import main as optimize_main
-from text2sql_dspy.optimize.demos import keep_tables
+from text2sql_dspy.optimize.demos import compact_reflections, keep_tables
 from text2sql_dspy.programs.db.tables_read import tables_read
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
@@ -164,6 +164,20 @@ def test_demo_schemas_keep_only_the_tables_their_sql_uses() -> None:
     assert tables_read("not sql at all (") == set()
 
 
+SCHEMAS = "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)\n\nCREATE TABLE blocks (id INTEGER)"
+
+
+@pytest.mark.parametrize(("outputs", "shown"), [
+    ({"sql": "SELECT id FROM users"}, "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)"),
+    ({"sql": "SELECT 1"}, "-- SQLite database 'x'"),
+    ("Couldn't parse the output as per the expected output format.", "-- SQLite database 'x'"),
+])  # fmt: skip
+def test_reflective_examples_show_only_the_tables_their_sql_reads(outputs: Any, shown: str) -> None:
+    example = {"Inputs": {"table_schemas": SCHEMAS, "question": "q"}, "Generated Outputs": outputs, "Feedback": "f"}
+    compacted = compact_reflections({"draft": [example]})["draft"][0]
+    assert compacted == {**example, "Inputs": {"table_schemas": shown, "question": "q"}}
+
+
 # --------------------------------------------------------------------------- compile
 
 
@@ -227,6 +241,7 @@ def test_gepa_and_mipro_wiring(
         assert json.loads(metadata_path(out).read_text())["optimizer"] == "gepa"
         reflection_prompts = [str(entry["messages"] or entry["prompt"]) for entry in proposer.history]
         assert any("Execution: the query returns 1 rows" in p for p in reflection_prompts), "feedback reached GEPA"
+        assert not any("CREATE TABLE" in p for p in reflection_prompts), "`SELECT 1` reads no table: none is shown"
     proposer.history.clear()
     monkeypatch.setattr(proposer, "copy", lambda **_: proposer)  # MIPROv2 proposes on a copy: keep one history
     with dspy.context(lm=scripted(TRAIN + DEV)):  # right on train: bootstrapped traces, each with its schema
