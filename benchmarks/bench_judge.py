@@ -107,8 +107,6 @@ def labelled_demos(pool: list[dict[str, Any]], per_label: int, seed: int) -> lis
 
 def pairs_text(program: Any, candidate: dict[str, Any]) -> str:
     """The candidate's question's nearest stored pairs (its own excluded), one "question / SQL" block each."""
-    if program.selector is None:
-        raise SystemExit("the pairs variant needs --examples STORE")
     demos = program.selector.demos(open_source(candidate["db_path"]), candidate["question"])
     return "\n\n".join(f"Question: {d.question}\nSQL: {d.sql}" for d in demos) or "(none stored)"
 
@@ -152,6 +150,11 @@ def main() -> int:
     parser.add_argument("--examples", type=Path, help="an example store: drafts are shown its pairs; the pairs variant uses it")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    needs = {"fewshot": ("demos", "--demos (another run's --out)"), "pairs": ("examples", "--examples STORE")}
+    variants = args.variant or [v for v in VARIANTS if v not in needs or getattr(args, needs[v][0])]
+    for variant in variants:  # before collecting, which takes minutes
+        if variant in needs and not getattr(args, needs[variant][0]):
+            parser.error(f"the {variant} variant needs {needs[variant][1]}")
     logging.getLogger("dspy").setLevel(logging.ERROR)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -165,9 +168,6 @@ def main() -> int:
         right = sum(c["correct"] for c in candidates)
         print(f"{len(candidates)} distinct valid candidates from {len(examples)} questions: {right} right, "
               f"{len(candidates) - right} wrong")
-        variants = args.variant or [v for v in VARIANTS if (v != "fewshot" or args.demos) and (v != "pairs" or args.examples)]
-        if "fewshot" in variants and not args.demos:
-            parser.error("the fewshot variant needs --demos (another run's --out)")
         pool = read_jsonl(args.demos / "candidates.jsonl") if args.demos else []
         demos = labelled_demos(pool, args.demos_per_label, args.seed)
         for variant in variants:
