@@ -12,6 +12,11 @@ import json
 
 from text2sql_dspy.programs.command import Command, positive_int
 
+DOCS_HELP = (
+    "column and table descriptions: a BIRD database_description/ folder (or the folder holding it), a dbt "
+    "schema.yml, or a folder of dbt .yml files (default: database_description/ beside a SQLite file, if there)"
+)
+
 def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("question")
     ask.add_argument(
@@ -20,6 +25,7 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
         "(default: the bundled demo database)",
     )
     ask.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
+    ask.add_argument("--docs", help=DOCS_HELP)
     ask.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
     ask.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
     ask.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
@@ -50,6 +56,7 @@ def ask(args: argparse.Namespace) -> int:
         args.program,
         db_path=db_path,
         schema_path=args.schema,
+        docs=args.docs,
         retrieval_type=args.retrieval,
         top_k=args.top_k,
         model_id=args.model,

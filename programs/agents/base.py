@@ -45,14 +45,17 @@ class Text2SQLProgram(dspy.Module):
         examples: ExampleStore | Path | str | bool | None = None,
         k_examples: int = DEFAULT_K,
         mask_examples: bool = False,
+        docs: Path | str | None = None,
     ):
         """``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
-        True for the default store); None shows none. ``k_examples`` pairs per question."""
+        True for the default store); None shows none. ``k_examples`` pairs per question. ``docs``: column and
+        table descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`)."""
         super().__init__()
         self.selector = _selector(examples, k_examples, mask_examples)
         self.schema_budget = schema_budget
         self.db_path = None if db_path is None else _path_or_url(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
+        self.docs_path = None if docs is None else Path(docs)
         self.retrieval_type = retrieval_type
         self.top_k = top_k
         self.model_id = model_id
@@ -81,7 +84,7 @@ class Text2SQLProgram(dspy.Module):
         path = db_path or self.db_path
         if path is None and self.schema_path is None:
             raise ConfigurationError("no database given: pass db_path=... (or schema_path=...) to the program.")
-        return open_source(path, self.schema_path)
+        return open_source(path, self.schema_path, self.docs_path)
 
     def schema(self, source: DataSource, question: str) -> SchemaView:
         """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables;

@@ -23,9 +23,9 @@ def metadata_path(compiled: Path) -> Path:
 def make_program(spec: str, **options: Any) -> Text2SQLProgram:
     """Build ``spec``: a program name, or a compiled ``.json`` saved by ``text2sql compile``.
 
-    Options are constructor arguments; ``judge_model_id``/``judge_lm``/``max_judge_calls`` are
-    dropped for programs without a judge. A compiled program is shown the example store its
-    metadata names (kept beside it), unless ``examples`` is given.
+    Options are constructor arguments (``db_path``, ``schema_path``, ``docs``...); ``judge_model_id``/
+    ``judge_lm``/``max_judge_calls`` are dropped for programs without a judge. A compiled program is shown
+    the example store its metadata names (kept beside it), unless ``examples`` is given.
     """
     path = Path(spec)
     kind = spec.lower()

@@ -12,6 +12,7 @@ from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
+from text2sql_dspy.programs.db.docs import docs_beside, load_docs, with_docs
 from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
@@ -84,26 +85,34 @@ class DataSource:
         return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {self.db_id!r}\n\n{schemas}"
 
 
-_cache: dict[tuple[str, str | None], DataSource] = {}
+_cache: dict[tuple[str, str | None, str | None], DataSource] = {}
 _lock = threading.Lock()
 
 
-def open_source(db_path: Path | str | None, schema_dir: Path | str | None = None) -> DataSource:
+def open_source(
+    db_path: Path | str | None, schema_dir: Path | str | None = None, docs: Path | str | None = None
+) -> DataSource:
     """Open ``db_path`` (a SQLite path, or a ``sqlite:///``, ``postgresql://`` or ``duckdb:///`` URL) read-only
-    and describe it, once per process for each (database, schema folder).
+    and describe it, once per process for each (database, schema folder, docs).
 
     The catalog comes from ``schema_dir`` if given, else from ``schemas/<db_id>`` when the project
     ships one, else from introspecting the database. A schema folder that names tables or columns
     the database lacks raises :class:`SchemaFileError`. With no ``db_path``, the schema folder
     alone describes the data (the bundled schemas find their bundled database).
+
+    ``docs`` (:func:`~.docs.load_docs`: BIRD's ``database_description/``, dbt's ``schema.yml``) adds column
+    and table descriptions; a SQLite file with a ``database_description/`` folder beside it (a BIRD
+    download) gets that folder's without being asked.
     """
     if db_path is None:
-        return _schema_only(schema_dir)
+        return _schema_only(schema_dir, docs)
     address = parse_address(db_path)
     db_id = address.db_id
     if schema_dir is None and (BUNDLED_SCHEMAS / db_id).is_dir():
         schema_dir = BUNDLED_SCHEMAS / db_id
-    key = (address.key, None if schema_dir is None else str(Path(schema_dir).resolve()))
+    if docs is None and address.engine == "sqlite" and address.path is not None:
+        docs = docs_beside(address.path)
+    key = (address.key, _resolved(schema_dir), _resolved(docs))
     with _lock:
         if key not in _cache:
             database = open_database(address)
@@ -115,11 +124,17 @@ def open_source(db_path: Path | str | None, schema_dir: Path | str | None = None
             catalog = actual if schema_dir is None else load_schema_dir(Path(schema_dir), db_id)
             if schema_dir is not None:
                 check_agreement(catalog, actual)
+            if docs is not None:
+                catalog = with_docs(catalog, load_docs(docs))
             _cache[key] = DataSource(db_id, catalog.with_samples(database), database)
         return _cache[key]
 
 
-def _schema_only(schema_dir: Path | str | None) -> DataSource:
+def _resolved(path: Path | str | None) -> str | None:
+    return None if path is None else str(Path(path).expanduser().resolve())
+
+
+def _schema_only(schema_dir: Path | str | None, docs: Path | str | None = None) -> DataSource:
     if schema_dir is None:
         raise SchemaFileError("give a database (db_path) or a schema folder (schema_path).")
     folder = Path(schema_dir).resolve()
@@ -128,11 +143,12 @@ def _schema_only(schema_dir: Path | str | None) -> DataSource:
     if folder.is_dir() and not tables_here and len(subfolders) == 1:
         folder = subfolders[0]  # schemas/ holding one database's folder, as in schema_path="schemas/"
     if folder.parent == BUNDLED_SCHEMAS.resolve() and folder.name == BUNDLED_DB_ID:
-        return open_source(ensure_bundled_database(), folder)
-    key = ("", str(folder))
+        return open_source(ensure_bundled_database(), folder, docs)
+    key = ("", str(folder), _resolved(docs))
     with _lock:
         if key not in _cache:
-            _cache[key] = DataSource(folder.name, load_schema_dir(folder), None)
+            catalog = load_schema_dir(folder)
+            _cache[key] = DataSource(folder.name, catalog if docs is None else with_docs(catalog, load_docs(docs)), None)
         return _cache[key]
 
 
