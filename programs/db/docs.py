@@ -144,7 +144,7 @@ def apply_docs(catalog: Catalog, docs: Docs) -> DocsApplied:
 
 def combined(own: str, documented: str) -> str:
     """``own`` description and the ``documented`` one: either alone, or both when the docs say something new."""
-    if not documented or name_key(documented) in name_key(own):
+    if not documented or one_line(documented, 10_000).lower() in one_line(own, 10_000).lower():
         return own
     if not own.strip():
         return documented

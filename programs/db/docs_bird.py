@@ -12,6 +12,7 @@ readable; a row without a column name is skipped.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
@@ -22,16 +23,25 @@ from text2sql_dspy.programs.errors import SchemaFileError
 
 FIELDS = ("original_column_name", "column_name", "column_description", "data_format", "value_description")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+UTF8_BOM = b"\xef\xbb\xbf"
+CP1252_FALLBACK = "text2sql-cp1252-fallback"
 EVIDENCE_LABEL = re.compile(r"^\s*common\s*sense\s*(evidence|reasoning)\s*:?\s*", re.IGNORECASE)
 
 
 def clean_text(raw: bytes) -> str:
-    """The bytes of a BIRD file as text: UTF-8 where it is, else Windows-1252; no BOMs or control characters."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("cp1252", errors="replace")
+    """The bytes of a BIRD file as text: UTF-8 where it is, Windows-1252 for each byte that is not (a file may mix
+    them); no BOMs or control characters."""
+    text = raw.replace(UTF8_BOM, b"").decode("utf-8", errors=CP1252_FALLBACK)
     return CONTROL.sub("", text.replace("\ufeff", ""))
+
+
+def _as_cp1252(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return error.object[error.start : error.end].decode("cp1252", errors="replace"), error.end
+
+
+codecs.register_error(CP1252_FALLBACK, _as_cp1252)
 
 
 def read_bird_folder(folder: Path) -> Docs:
