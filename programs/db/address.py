@@ -1,4 +1,4 @@
-"""Where a database lives: a SQLite path, or a URL (``sqlite:///``, ``postgresql://``, ``duckdb:///``).
+"""Where a database lives: a SQLite path, or a URL (``sqlite:///``, ``postgresql://``, ``mysql+pymysql://``, ``duckdb:///``).
 
 :func:`parse_address` turns what a user typed (``--db``, ``db_path=``, a ``databases.json`` entry) into a
 :class:`DatabaseAddress`, or raises :class:`DatabaseError` naming the fix. Nothing is opened here.
@@ -12,21 +12,27 @@ from typing import Literal
 
 from text2sql_dspy.programs.errors import DatabaseError
 
-Engine = Literal["sqlite", "postgresql", "duckdb"]
+Engine = Literal["sqlite", "postgresql", "duckdb", "mysql"]
 
-SQLGLOT_DIALECTS: dict[str, str] = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
+SQLGLOT_DIALECTS: dict[str, str] = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb", "mysql": "mysql"}
 _SCHEMES: dict[str, Engine] = {
     "sqlite": "sqlite",
     "postgresql": "postgresql", "postgres": "postgresql", "postgresql+psycopg": "postgresql",
     "duckdb": "duckdb",
+    "mysql": "mysql", "mysql+pymysql": "mysql", "mariadb": "mysql", "mariadb+pymysql": "mysql",
 }  # fmt: skip
+# The URL schemes of server engines, as users write them in error messages.
+_URL_FORMS = {"postgresql": "postgresql://USER@HOST/DBNAME", "mysql": "mysql+pymysql://USER@HOST/DBNAME"}
 DUCKDB_SUFFIXES = (".duckdb", ".ddb")
-SUPPORTED = "a SQLite file path, sqlite:///PATH, postgresql://USER@HOST/DBNAME or duckdb:///PATH.duckdb"
+SUPPORTED = (
+    "a SQLite file path, sqlite:///PATH, postgresql://USER@HOST/DBNAME, mysql+pymysql://USER@HOST/DBNAME "
+    "(MySQL or MariaDB) or duckdb:///PATH.duckdb"
+)
 
 
 @dataclass(frozen=True)
 class DatabaseAddress:
-    """A parsed database location. ``path`` is set for file engines (SQLite, DuckDB), ``url`` for PostgreSQL."""
+    """A parsed database location. ``path`` is set for file engines (SQLite, DuckDB), ``url`` for PostgreSQL and MySQL."""
 
     engine: Engine
     db_id: str
@@ -35,7 +41,7 @@ class DatabaseAddress:
 
     @property
     def dialect(self) -> str:
-        """The sqlglot dialect name: ``sqlite``, ``postgres`` or ``duckdb``."""
+        """The sqlglot dialect name: ``sqlite``, ``postgres``, ``mysql`` or ``duckdb``."""
         return SQLGLOT_DIALECTS[self.engine]
 
     @property
@@ -53,11 +59,15 @@ class DatabaseAddress:
         return make_url(self.url).render_as_string(hide_password=True)
 
     def sqlalchemy_url(self) -> str:
-        """The URL SQLAlchemy opens, with the pinned driver named (psycopg 3, duckdb-engine)."""
-        if self.engine == "postgresql":
+        """The URL SQLAlchemy opens, with the pinned driver named (psycopg 3, PyMySQL, duckdb-engine)."""
+        if self.engine in ("postgresql", "mysql"):
             from sqlalchemy.engine import make_url
 
-            return make_url(self.url).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+            driver = "postgresql+psycopg" if self.engine == "postgresql" else "mysql+pymysql"
+            url = make_url(self.url).set(drivername=driver)
+            if self.engine == "mysql" and "charset" not in url.query:
+                url = url.update_query_dict({"charset": "utf8mb4"})
+            return url.render_as_string(hide_password=False)
         if self.engine == "duckdb":
             return f"duckdb:///{self.path}"
         return f"sqlite:///{self.path}"
@@ -97,5 +107,5 @@ def parse_address(target: Path | str) -> DatabaseAddress:
     except (ArgumentError, ValueError) as exc:
         raise DatabaseError(f"cannot read the database URL ({exc}): use {SUPPORTED}.") from None
     if not url.database:
-        raise DatabaseError(f"the URL names no database: write postgresql://USER@HOST/DBNAME (got {url.render_as_string()}).")
-    return DatabaseAddress("postgresql", url.database, url=text)
+        raise DatabaseError(f"the URL names no database: write {_URL_FORMS[engine_name]} (got {url.render_as_string()}).")
+    return DatabaseAddress(engine_name, url.database, url=text)

@@ -1,8 +1,9 @@
 """The catalog of a live database: tables, columns, types, keys and comments, read from the engine itself.
 
 :func:`introspect` works for every engine :func:`~.database.open_database` opens. SQLite is read with its
-PRAGMAs (:func:`~.catalog.introspect_sqlite`); PostgreSQL through SQLAlchemy's inspector (``COMMENT ON``
-included); DuckDB through its ``duckdb_tables()``/``duckdb_columns()``/``duckdb_constraints()`` functions
+PRAGMAs (:func:`~.catalog.introspect_sqlite`); PostgreSQL and MySQL/MariaDB through SQLAlchemy's inspector
+(``COMMENT ON`` and ``COMMENT '...'`` included; on MySQL every database the user may read is a schema, the
+URL's own the default); DuckDB through its ``duckdb_tables()``/``duckdb_columns()``/``duckdb_constraints()`` functions
 (duckdb-engine's SQLAlchemy reflection fails under SQLAlchemy 2.1).
 
 Every user schema counts. A table in the default schema (``public``, ``main``) keeps its bare name; one in
@@ -11,18 +12,23 @@ another schema is named ``schema.table``, and the validator resolves it by that 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from text2sql_dspy.programs.db.catalog import Catalog, Column, Table, introspect_sqlite
 
 SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast"})
+MYSQL_SYSTEM_SCHEMAS = frozenset({"information_schema", "mysql", "performance_schema", "sys"})
 
 
 def introspect(database: Any) -> Catalog:
     """The catalog of an open :class:`~.database.Database` (no descriptions beyond the engine's comments)."""
     if database.dialect == "sqlite":
         return introspect_sqlite(database.path)
-    tables = _postgres_tables(database.engine) if database.dialect == "postgres" else _duckdb_tables(database.engine)
+    if database.dialect in ("postgres", "mysql"):
+        tables = _postgres_tables(database.engine, database.dialect)
+    else:
+        tables = _duckdb_tables(database.engine)
     return Catalog(db_id=database.db_id, tables=tables)
 
 
@@ -31,14 +37,18 @@ def qualified(schema: str | None, name: str, default_schema: str) -> str:
     return name if not schema or schema == default_schema else f"{schema}.{name}"
 
 
-def _postgres_tables(engine: Any) -> list[Table]:
+def _postgres_tables(engine: Any, dialect: str = "postgres") -> list[Table]:
+    """PostgreSQL's or MySQL's tables, read with SQLAlchemy's inspector (the default schema's first on MySQL)."""
     from sqlalchemy import inspect
 
     inspector = inspect(engine)
-    default = inspector.default_schema_name or "public"
+    default = inspector.default_schema_name or ("public" if dialect == "postgres" else engine.url.database)
     tables = []
-    for schema in inspector.get_schema_names():
-        if schema in SYSTEM_SCHEMAS or schema.startswith("pg_"):
+    schemas = inspector.get_schema_names()
+    if dialect == "mysql":
+        schemas = sorted(schemas, key=lambda s: (s != default, s))
+    for schema in schemas:
+        if schema in SYSTEM_SCHEMAS or schema.startswith("pg_") or (dialect == "mysql" and schema.lower() in MYSQL_SYSTEM_SCHEMAS):
             continue
         for name in inspector.get_table_names(schema=schema):
             pk = set(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or [])
@@ -112,6 +122,7 @@ def _duckdb_tables(engine: Any) -> list[Table]:
 
 def _type_name(sa_type: Any, engine: Any) -> str:
     try:
-        return sa_type.compile(dialect=engine.dialect).upper()
+        name = sa_type.compile(dialect=engine.dialect).upper()
+        return re.sub(r"^(\w*INT(?:EGER)?)\(\d+\)", r"\1", name)  # MySQL's display widths: BIGINT(20)
     except Exception:  # a type SQLAlchemy cannot render (NullType, an extension's type)
         return "TEXT"

@@ -15,14 +15,22 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 __all__ = [
-    "DANGEROUS_FUNCTIONS", "WRITE_KEYWORDS", "ALARM_WORDS", "QUERY_START_WORDS", "SQL_START_WORDS",
+    "DANGEROUS_FUNCTIONS", "MYSQL_DANGEROUS_FUNCTIONS", "WRITE_KEYWORDS", "ALARM_WORDS", "QUERY_START_WORDS", "SQL_START_WORDS",
     "READ_ONLY_HINT", "policy_violation", "refusal", "refused_word", "statement_keywords", "statement_label",
 ]  # fmt: skip
 
 READ_ONLY_HINT = "only a single read-only SELECT (optionally WITH ... SELECT) is allowed"
 
+# MySQL and MariaDB: files, sleeping and burning CPU, locks, replication waits, sequences, UDFs that run commands.
+MYSQL_DANGEROUS_FUNCTIONS = frozenset(
+    {
+        "load_file", "sleep", "benchmark", "get_lock", "release_lock", "release_all_locks", "is_free_lock",
+        "is_used_lock", "master_pos_wait", "source_pos_wait", "master_gtid_wait", "wait_for_executed_gtid_set",
+        "wait_until_sql_thread_after_gtids", "nextval", "setval", "lastval", "sys_exec", "sys_eval",
+    }
+)  # fmt: skip
 # Refused in every dialect: a name that reads files, sleeps, writes or escapes the transaction anywhere.
-DANGEROUS_FUNCTIONS = frozenset(
+DANGEROUS_FUNCTIONS = MYSQL_DANGEROUS_FUNCTIONS | frozenset(
     {
         # SQLite
         "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
@@ -56,6 +64,8 @@ _OTHER_STATEMENT_KEYWORDS = frozenset(
         # PostgreSQL and DuckDB
         "DO", "LISTEN", "NOTIFY", "UNLISTEN", "RESET", "DISCARD", "PREPARE", "DEALLOCATE", "REFRESH", "CLUSTER",
         "CHECKPOINT", "EXPORT", "IMPORT", "INSTALL", "FORCE", "SECURITY", "REASSIGN", "START",
+        # MySQL and MariaDB
+        "HANDLER", "FLUSH", "PURGE", "RESET", "SHUTDOWN", "UNINSTALL", "XA", "BINLOG", "CACHE", "SIGNAL", "RESIGNAL",
     }
 )  # fmt: skip
 _STATEMENT_WORDS = WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
@@ -108,7 +118,30 @@ def statement_keywords(tokens: Sequence[Token]) -> list[str]:
 
 def refused_word(tokens: Sequence[Token]) -> str | None:
     """The write or statement word that unparseable text starts a statement with or hides, if any."""
-    return next((w for w in statement_keywords(tokens) if w in _STATEMENT_WORDS), None) or _top_level_write(tokens)
+    return (
+        next((w for w in statement_keywords(tokens) if w in _STATEMENT_WORDS), None)
+        or _top_level_write(tokens)
+        or _mysql_hazard(tokens)
+    )
+
+
+def _mysql_hazard(tokens: Sequence[Token]) -> str | None:
+    """MySQL's file writes (``INTO OUTFILE``/``INTO DUMPFILE``), which sqlglot cannot parse, and executable comments."""
+    for token, following in zip(tokens, [*tokens[1:], None]):
+        if token.token_type != TokenType.STRING and token.text.upper() == "INTO" and following is not None:
+            if following.text.upper() in ("OUTFILE", "DUMPFILE"):
+                return f"SELECT ... INTO {following.text.upper()}"
+        if token.token_type != TokenType.STRING and token.text.upper() == "LOCK" and following is not None:
+            if following.text.upper() == "IN":
+                return "SELECT ... LOCK IN SHARE MODE (row locks)"
+        if any(is_executable_comment(c) for c in token.comments or ()):
+            return "an executable comment /*! ... */"
+    return None
+
+
+def is_executable_comment(comment: str) -> bool:
+    """Whether a comment's text (as sqlglot keeps it, without ``/*``) is one MySQL runs: ``/*! ... */``, ``/*M! ... */``."""
+    return comment.startswith("!") or comment[:2].upper() == "M!"
 
 
 def _top_level_write(tokens: Sequence[Token]) -> str | None:
@@ -160,6 +193,10 @@ def policy_violation(tree: exp.Expr, starts: list[str], refused_functions: froze
     if isinstance(tree, exp.Subquery) and not isinstance(tree.unnest(), exp.Select | exp.SetOperation):
         return "not a query: expected one SELECT statement"
     for node in tree.walk():
+        if node.comments and any(is_executable_comment(c) for c in node.comments):
+            return "dangerous operation: an executable comment /*! ... */ (MySQL runs its text as SQL)"
+        if isinstance(node, exp.PropertyEQ) and isinstance(node.this, exp.Parameter):
+            return "dangerous operation: assigning a user variable (@x := ...) inside a query"
         if isinstance(node, _DANGEROUS_NODES):
             label = statement_label(node)
             where = " inside a CTE" if node.find_ancestor(exp.CTE) is not None else ""

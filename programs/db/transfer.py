@@ -1,9 +1,11 @@
-"""Copy a SQLite database (the bundled one, or a Spider database) into PostgreSQL or a DuckDB file.
+"""Copy a SQLite database (the bundled one, or a Spider database) into PostgreSQL, MySQL/MariaDB or a DuckDB file.
 
 :func:`copy_sqlite_database` recreates every table with its primary and foreign keys, copies the rows and,
 on PostgreSQL, runs ANALYZE so that the catalog's sample values come from the engine's statistics. Names
 are folded to lower case on PostgreSQL, where unquoted names fold too: ``FROM Student`` in a gold query
-then still finds the table. A column whose stored values do not fit its declared type (SQLite lets
+then still finds the table; table names are folded on MySQL/MariaDB too (run the server with
+``lower_case_table_names=1`` so that ``FROM Student`` finds ``student``). On MySQL a text column in a key
+is a ``VARCHAR(255)`` (a TEXT column cannot be one), floats are ``DOUBLE``, text and blobs ``LONG``. A column whose stored values do not fit its declared type (SQLite lets
 ``'n/a'`` into an INTEGER column) becomes TEXT.
 """
 
@@ -26,8 +28,9 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
 
     address = parse_address(target)
     if address.engine == "sqlite":
-        raise DatabaseError("the target is SQLite already: give a postgresql:// or duckdb:/// URL.")
-    fold = str.lower if address.engine == "postgresql" else (lambda name: name)
+        raise DatabaseError("the target is SQLite already: give a postgresql://, mysql+pymysql:// or duckdb:/// URL.")
+    fold = str.lower if address.engine in ("postgresql", "mysql") else (lambda name: name)
+    mysql = address.engine == "mysql"
     catalog = introspect_sqlite(Path(sqlite_path))
     source = connect_readonly(Path(sqlite_path))
     try:
@@ -35,14 +38,22 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
     finally:
         source.close()
     metadata = MetaData()
+    keys = _key_columns(catalog) if mysql else set()
     for table in catalog.tables:
         values = rows[table.name]
         columns = [
-            Column(fold(c.name), _sql_type(c.type, [r[i] for r in values], types), nullable=True, autoincrement=False)
+            Column(
+                fold(c.name),
+                _sql_type(c.type, [r[i] for r in values], types, mysql=mysql, key=(table.name.lower(), c.name.lower()) in keys),
+                nullable=True,
+                autoincrement=False,
+            )
             for i, c in enumerate(table.columns)
         ]
         constraints: list[Any] = []
-        if table.primary_key and _unique_key(values, [table.column_names.index(k) for k in table.primary_key]):
+        positions = [table.column_names.index(k) for k in table.primary_key]
+        indexable = not mysql or all(columns[i].type.__class__.__name__ not in ("LONGTEXT", "LONGBLOB") for i in positions)
+        if table.primary_key and indexable and _unique_key(values, positions, fold_text=mysql):
             constraints.append(PrimaryKeyConstraint(*[fold(k) for k in table.primary_key]))
         Table(fold(table.name), metadata, *columns, *constraints)
     _add_foreign_keys(catalog, rows, metadata, fold, ForeignKeyConstraint)
@@ -68,33 +79,60 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
     return [fold(t.name) for t in catalog.tables]
 
 
-def _sql_type(declared: str, values: list, types: Any) -> Any:
+def _sql_type(declared: str, values: list, types: Any, *, mysql: bool = False, key: bool = False) -> Any:
     """The SQLAlchemy type for a column declared ``declared`` holding ``values``; TEXT when they do not fit."""
     kind = declared.upper()
     present = [v for v in values if v is not None]
     if any(word in kind for word in _INTEGER_WORDS) and all(isinstance(v, int) for v in present):
         return types.BigInteger()
     if any(word in kind for word in _REAL_WORDS) and all(isinstance(v, int | float) for v in present):
-        return types.Float()
+        return types.Double() if mysql else types.Float()
     if "BOOL" in kind and all(v in (0, 1) for v in present):
         return types.Integer()
     if "BLOB" in kind and all(isinstance(v, bytes) for v in present):
-        return types.LargeBinary()
-    return types.Text()
+        return _mysql_long("LONGBLOB") if mysql else types.LargeBinary()
+    if mysql and key and all(len(str(v)) <= _MYSQL_KEY_CHARS for v in present):
+        return types.String(_MYSQL_KEY_CHARS)
+    return _mysql_long("LONGTEXT") if mysql else types.Text()
+
+
+_MYSQL_KEY_CHARS = 255
+
+
+def _mysql_long(name: str) -> Any:
+    """MySQL's LONGTEXT/LONGBLOB (TEXT and BLOB stop at 64 KB), still a Text/LargeBinary for :func:`_fit`."""
+    from sqlalchemy.dialects import mysql
+
+    return mysql.LONGTEXT() if name == "LONGTEXT" else mysql.LONGBLOB()
+
+
+def _key_columns(catalog: Any) -> set[tuple[str, str]]:
+    """(table, column), lower-cased, of every primary-key column and both ends of every foreign key."""
+    found = set()
+    for table in catalog.tables:
+        found.update((table.name.lower(), k.lower()) for k in table.primary_key)
+        for column, ref_table, ref_column in table.foreign_keys:
+            found.add((table.name.lower(), column.lower()))
+            found.add((ref_table.lower(), ref_column.lower()))
+    return found
 
 
 def _fit(row: tuple, table: Any) -> list:
     """Values as the target column stores them (text columns get text)."""
     out = []
     for value, column in zip(row, table.columns):
-        if value is not None and column.type.__class__.__name__ == "Text" and not isinstance(value, str):
+        textual = column.type.__class__.__name__ in ("Text", "LONGTEXT", "String")
+        if value is not None and textual and not isinstance(value, str):
             value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
         out.append(value)
     return out
 
 
-def _unique_key(rows: list[tuple], positions: list[int]) -> bool:
-    keys = [tuple(r[i] for i in positions) for r in rows]
+def _unique_key(rows: list[tuple], positions: list[int], *, fold_text: bool = False) -> bool:
+    """Whether the key is never NULL and never repeats (with ``fold_text``, as MySQL compares text: case and
+    trailing spaces aside)."""
+    fold = (lambda v: v.lower().rstrip() if isinstance(v, str) else v) if fold_text else (lambda v: v)
+    keys = [tuple(fold(r[i]) for i in positions) for r in rows]
     return all(None not in k for k in keys) and len(set(keys)) == len(keys)
 
 
@@ -109,6 +147,9 @@ def _add_foreign_keys(catalog: Any, rows: dict[str, list[tuple]], metadata: Any,
                 continue
             if [c.name for c in referred.primary_key.columns] != [fold(ref_column)]:
                 continue
+            source_type = target_table.columns[fold(column)].type
+            if type(source_type) is not type(referred.columns[fold(ref_column)].type):
+                continue  # MySQL refuses a key between columns of different types
             ref_index = [c.lower() for c in source_table.column_names].index(ref_column.lower())
             keys = {r[ref_index] for r in rows[source_table.name]}
             index = table.column_names.index(column)
