@@ -1,9 +1,12 @@
 """Spider-format datasets as ``dspy.Example`` lists.
 
 A Spider-format folder holds ``<split>.json`` files of ``{"db_id", "question", "query"}`` records
-and ``database/<db_id>/<db_id>.sqlite``. The bundled ``data/`` folder and a Spider or BIRD
-download load the same way. Each example has inputs ``question`` and ``db_id``, plus ``db_path``
-(an absolute path, or a URL) and ``gold_sql``.
+and ``database/<db_id>/<db_id>.sqlite``. The bundled ``data/`` folder and a Spider download load
+the same way. A BIRD download loads as it is: its ``dev.json`` gives the gold SQL as ``SQL``, its
+databases are in ``dev_databases/<db_id>/<db_id>.sqlite`` (each with BIRD's ``database_description/``
+beside it, which :func:`~.db.source.open_source` reads) and its tables in ``dev_tables.json``.
+Each example has inputs ``question`` and ``db_path`` (an absolute path, or a URL), plus ``db_id``,
+``gold_sql`` and ``evidence`` (BIRD's hint for the question, "" where the record has none).
 
 The bundled dataset ships inside the package as ``text2sql_dspy.data`` (the repository's
 ``data/``), with its schema files beside it in ``schemas/``. Its SQLite database is built on
@@ -34,11 +37,11 @@ HUB_SPIDER = "xlangai/spider"
 DATABASES_FILE = "databases.json"
 
 
-def database_target(data_dir: Path, db_id: str) -> str:
+def database_target(data_dir: Path, db_id: str, split: str | None = None) -> str:
     """Where ``db_id`` lives: its ``databases.json`` entry (a URL or a path), else its SQLite file in the folder."""
     listed = database_map(data_dir).get(db_id)
     if listed is None:
-        return str(database_path(data_dir, db_id))
+        return str(database_path(data_dir, db_id, split))
     if is_url(listed):
         return listed
     return str((Path(data_dir) / listed).resolve())
@@ -58,14 +61,30 @@ def database_map(data_dir: Path) -> dict[str, str]:
     return mapping
 
 
-def database_path(data_dir: Path, db_id: str) -> Path:
-    """Where a Spider-format folder keeps ``db_id``'s SQLite file (the bundled one is built if absent)."""
+def database_path(data_dir: Path, db_id: str, split: str | None = None) -> Path:
+    """Where a Spider-format folder keeps ``db_id``'s SQLite file (the bundled one is built if absent):
+    ``database/<db_id>/<db_id>.sqlite``, else BIRD's ``<split>_databases/<db_id>/<db_id>.sqlite``."""
     if db_id == BUNDLED_DB_ID and Path(data_dir).resolve() == BUNDLED_DATA.resolve():
         return ensure_bundled_database()
-    path = Path(data_dir) / "database" / db_id / f"{db_id}.sqlite"
-    if not path.is_file():
-        raise DatabaseError(f"database for db_id {db_id!r} not found at {path}.")
-    return path.resolve()
+    folder = Path(data_dir)
+    spider = folder / "database" / db_id / f"{db_id}.sqlite"
+    bird = [folder / f"{split}_databases"] if split else []
+    bird += sorted(p for p in folder.glob("*_databases") if p not in bird)
+    for path in [spider, *(f / db_id / f"{db_id}.sqlite" for f in bird)]:
+        if path.is_file():
+            return path.resolve()
+    raise DatabaseError(f"database for db_id {db_id!r} not found at {spider} (nor in a BIRD <split>_databases/ folder).")
+
+
+def tables_file(data_dir: Path, split: str) -> Path:
+    """The folder's tables file: BIRD's ``<split>_tables.json`` where there is one, else Spider's ``tables.json``."""
+    bird = Path(data_dir) / f"{split}_tables.json"
+    return bird if bird.is_file() else Path(data_dir) / "tables.json"
+
+
+def _is_split_file(path: Path) -> bool:
+    """Whether a ``.json`` in a data folder holds questions (not tables, not ``databases.json``)."""
+    return path.stem != "tables" and not path.stem.endswith("_tables") and path.name != DATABASES_FILE
 
 
 def load_split(data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limit: int | None = None) -> list[dspy.Example]:
@@ -75,14 +94,14 @@ def load_split(data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limi
     folder = Path(data_dir)
     file = folder / f"{split}.json"
     if not file.is_file():
-        available = sorted(p.stem for p in folder.glob("*.json") if p.stem != "tables")
+        available = sorted(p.stem for p in folder.glob("*.json") if _is_split_file(p))
         raise ConfigurationError(
             f"no split {split!r} in {folder} (expected {file}). Available splits: {', '.join(available) or 'none'}."
         )
     records = load_dataset("json", data_files=str(file), split="train")
     if limit is not None:
         records = records.select(range(min(limit, len(records))))
-    return [_to_example(folder, r["db_id"], r["question"], r["query"]) for r in records]
+    return [_to_example(folder, r, split) for r in records]
 
 
 def load_spider_from_hub(split: str = "validation", *, limit: int | None = None) -> list[dspy.Example]:
@@ -101,10 +120,21 @@ def load_spider_from_hub(split: str = "validation", *, limit: int | None = None)
     ]
 
 
-def _to_example(folder: Path, db_id: str, question: str, query: str) -> dspy.Example:
+def gold_sql(record: dict) -> str:
+    """A record's gold query: Spider's ``query``, BIRD's ``SQL``."""
+    query = record.get("query") or record.get("SQL")
+    if not query:
+        raise ConfigurationError(
+            f"record {record.get('question')!r} has no gold SQL: expected a 'query' (Spider) or 'SQL' (BIRD) key."
+        )
+    return query
+
+
+def _to_example(folder: Path, record: dict, split: str) -> dspy.Example:
     return dspy.Example(
-        question=question,
-        db_id=db_id,
-        db_path=database_target(folder, db_id),
-        gold_sql=query,
+        question=record["question"],
+        db_id=record["db_id"],
+        db_path=database_target(folder, record["db_id"], split),
+        gold_sql=gold_sql(record),
+        evidence=record.get("evidence") or "",
     ).with_inputs("question", "db_path")

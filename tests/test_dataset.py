@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from text2sql_dspy.programs import bundled as dataset  # the bundled database lives in programs/bundled.py
-from text2sql_dspy.programs.dataset import database_path, load_split
+from text2sql_dspy.programs.dataset import database_path, load_split, tables_file
 from text2sql_dspy.programs.bundled import BUNDLED_DATA, ensure_bundled_database
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
@@ -84,3 +84,43 @@ def test_an_unwritable_cache_dir_names_the_fix(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("TEXT2SQL_CACHE", str(blocker / "cache"))
     with pytest.raises(DatabaseError, match="set TEXT2SQL_CACHE to a writable directory"):
         ensure_bundled_database()
+
+
+def bird_download(tmp_path: Path, tiny_db: Path, records: list[dict]) -> Path:
+    """A BIRD download as it unpacks: dev.json (gold SQL as ``SQL``), dev_tables.json, dev_databases/<db>/<db>.sqlite."""
+    folder = tmp_path / "bird" / "dev"
+    (folder / "dev_databases" / "tiny").mkdir(parents=True)
+    shutil.copy(tiny_db, folder / "dev_databases" / "tiny" / "tiny.sqlite")
+    (folder / "dev.json").write_text(json.dumps(records))
+    (folder / "dev_tables.json").write_text("[]")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("record", "gold", "evidence"),
+    [
+        ({"question": "q", "evidence": "suspended refers to status = 'suspended'", "SQL": "SELECT 2", "difficulty": "simple"},
+         "SELECT 2", "suspended refers to status = 'suspended'"),
+        ({"question": "q", "evidence": "", "SQL": "SELECT 3"}, "SELECT 3", ""),
+        ({"question": "q", "query": "SELECT 4"}, "SELECT 4", ""),  # Spider's key, no evidence
+    ],
+)
+def test_a_bird_download_loads_as_it_is(tmp_path: Path, tiny_db: Path, record: dict, gold: str, evidence: str) -> None:
+    folder = bird_download(tmp_path, tiny_db, [{"db_id": "tiny", **record}])
+    (example,) = load_split(folder, "dev")
+    assert example.gold_sql == gold and example.evidence == evidence
+    assert set(example.inputs().keys()) == {"question", "db_path"}  # evidence rides along, as db_id does
+    assert Path(example.db_path) == (folder / "dev_databases" / "tiny" / "tiny.sqlite").resolve()
+    assert tables_file(folder, "dev").name == "dev_tables.json"
+
+
+def test_a_bird_folder_lists_its_splits_without_its_tables_file(tmp_path: Path, tiny_db: Path) -> None:
+    folder = bird_download(tmp_path, tiny_db, [])
+    with pytest.raises(ConfigurationError, match=r"Available splits: dev\.$"):
+        load_split(folder, "train")
+
+
+def test_a_record_without_gold_sql_names_both_keys(tmp_path: Path, tiny_db: Path) -> None:
+    folder = bird_download(tmp_path, tiny_db, [{"db_id": "tiny", "question": "q", "evidence": "", "SQL": ""}])
+    with pytest.raises(ConfigurationError, match="'query' \\(Spider\\) or 'SQL' \\(BIRD\\)"):
+        load_split(folder, "dev")
