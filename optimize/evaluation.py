@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
     parser.add_argument("--top-k", type=positive_int, default=5)
     parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
+    parser.add_argument("--docs", help="column and table descriptions for every question's database (BIRD, dbt)")
     parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
 
@@ -116,7 +117,7 @@ def _build(spec: str, args: argparse.Namespace) -> Any:
 
     program = make_program(
         spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model,
-        examples=args.examples,
+        examples=args.examples, docs=args.docs,
     )
     _ = program.lm, getattr(program, "judge_lm", None)  # built once here, not raced for by the threads
     return program
