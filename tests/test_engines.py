@@ -64,7 +64,7 @@ def test_the_psycopg_driver_is_named_in_the_sqlalchemy_url() -> None:
 @pytest.mark.parametrize(
     ("target", "fix"),
     [
-        ("mysql://u@h/db", "unsupported database URL scheme 'mysql://'"),
+        ("oracle://u@h/db", "unsupported database URL scheme 'oracle://'"),
         ("postgresql://u@localhost", "names no database"),
         ("duckdb://", "needs a file"),
         ("postgresql://u@127.0.0.1:1/db", "is the server running"),
@@ -77,7 +77,7 @@ def test_user_mistakes_in_a_url_raise_one_clear_error(target: str, fix: str) -> 
 
 
 def test_cli_reports_a_bad_url_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ask", "How many users?", "--db", "mysql://u@h/db"]) == 2
+    assert main(["ask", "How many users?", "--db", "oracle://u@h/db"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unsupported database URL scheme") and "Traceback" not in err
 

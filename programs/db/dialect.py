@@ -15,6 +15,11 @@ single meaning:
 * a selected column neither grouped nor aggregated in a grouped query, alone or beside an aggregate
   (SQLite takes it from some row of the group; PostgreSQL and DuckDB refuse);
 * a subquery compared as a value that returns several rows (SQLite takes the first; both refuse).
+
+On MySQL/MariaDB a draft is first read as SQLite when it shows SQLite's habits (:func:`_sqlite_habits`: a
+``"quoted"`` name or string, ``||`` for concatenation, SQLite's date functions) and written as MySQL
+(``CONCAT``, backticks, ``DATE_FORMAT``, ``DATE_ADD(... INTERVAL ...)``); a ``LIMIT`` inside an ``IN``
+subquery, which MySQL refuses, is wrapped in a derived table.
 """
 
 from __future__ import annotations
@@ -61,8 +66,8 @@ def transpile_gold(sql: str, dialect: str, column_names: Iterable[str] = ()) -> 
     return portable(written, dialect, column_names)
 
 
-# Engines that resolve an output alias only in ORDER BY (and GROUP BY), not in WHERE or HAVING.
-_NO_ALIAS_IN_FILTERS = frozenset({"postgres"})
+# Engines that resolve an output alias only in ORDER BY (and GROUP BY), not in WHERE or HAVING (MySQL: not in WHERE).
+_NO_ALIAS_IN_FILTERS = frozenset({"postgres", "mysql"})
 # Engines that abort a query on a division by zero, where SQLite and DuckDB give NULL.
 _DIVISION_BY_ZERO_RAISES = frozenset({"postgres"})
 # Engines whose date functions refuse a text argument (PostgreSQL: "function extract(unknown, text) does
@@ -78,14 +83,16 @@ _CONDITION_PLACES = (
 )
 # Engines that refuse a selected column that is neither grouped nor aggregated in a grouped query (both
 # say it "must appear in the GROUP BY clause or be used in an aggregate function").
-_NO_BARE_COLUMNS = frozenset({"postgres", "duckdb"})
+_NO_BARE_COLUMNS = frozenset({"postgres", "duckdb", "mysql"})  # MySQL: ONLY_FULL_GROUP_BY, on by default
 # Engines that refuse a subquery used as a value when it returns more than one row ("more than one row
 # returned by a subquery used as an expression"); SQLite takes its first row.
-_SCALAR_SUBQUERIES_ONE_ROW = frozenset({"postgres", "duckdb"})
+_SCALAR_SUBQUERIES_ONE_ROW = frozenset({"postgres", "duckdb", "mysql"})
+# Engines that refuse LIMIT in an IN subquery ("doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'").
+_NO_LIMIT_IN_IN_SUBQUERIES = frozenset({"mysql"})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _REWRITING_DIALECTS = (
     _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES | _DATE_FUNCTIONS_NEED_TIMESTAMPS | _NUMBERS_ARE_NOT_CONDITIONS
-    | _NO_BARE_COLUMNS | _SCALAR_SUBQUERIES_ONE_ROW
+    | _NO_BARE_COLUMNS | _SCALAR_SUBQUERIES_ONE_ROW | _NO_LIMIT_IN_IN_SUBQUERIES
 )
 
 
@@ -122,13 +129,18 @@ def portable(
     """
     if dialect not in _REWRITING_DIALECTS:
         return sql
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except SqlglotError:
-        return sql
+    replaced = False
+    tree = None
+    if dialect == "mysql" and _sqlite_habits(sql):
+        tree = _read_sqlite_habits(sql, {name.lower() for name in column_names})
+        replaced = tree is not None
+    if tree is None:
+        try:
+            tree = sqlglot.parse_one(sql, read=dialect)
+        except SqlglotError:
+            return sql
     if tree is None:
         return sql
-    replaced = False
     if dialect in _NO_ALIAS_IN_FILTERS:
         replaced |= _inline_filter_aliases(tree, {name.lower() for name in column_names})
     if dialect in _DIVISION_BY_ZERO_RAISES:
@@ -141,7 +153,90 @@ def portable(
         replaced |= _aggregate_bare_columns(tree)
     if dialect in _SCALAR_SUBQUERIES_ONE_ROW:
         replaced |= _first_row_of_compared_subqueries(tree)
-    return tree.sql(dialect=dialect) if replaced else sql
+    if dialect in _NO_LIMIT_IN_IN_SUBQUERIES:
+        replaced |= _derive_limited_in_subqueries(tree)
+    if not replaced:
+        return sql
+    try:
+        return tree.sql(dialect=dialect)
+    except SqlglotError:
+        return sql
+
+
+_SQLITE_DATE_FUNCTIONS = ("strftime(", "julianday(", "datetime(", "date('", "unixepoch(")
+_DATE_UNITS = {"day": "DAY", "days": "DAY", "month": "MONTH", "months": "MONTH", "year": "YEAR", "years": "YEAR",
+               "hour": "HOUR", "hours": "HOUR", "minute": "MINUTE", "minutes": "MINUTE", "second": "SECOND",
+               "seconds": "SECOND"}  # fmt: skip
+
+
+def _sqlite_habits(sql: str) -> bool:
+    """Whether a draft for MySQL shows SQLite's habits: ``"quoted"`` text, ``||``, or SQLite's date functions."""
+    lowered = sql.lower().replace(" (", "(")
+    return '"' in sql or "||" in sql or any(f in lowered for f in _SQLITE_DATE_FUNCTIONS)
+
+
+def _read_sqlite_habits(sql: str, known: set[str]) -> exp.Expression | None:
+    """``sql`` read as SQLite: a ``"name"`` that is no column nor alias becomes the string SQLite takes it for,
+    and SQLite's date functions become MySQL's; None when it does not parse as SQLite."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return None
+    if tree is None:
+        return None
+    aliases = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
+    for column in list(tree.find_all(exp.Column)):
+        ident = column.this
+        if isinstance(ident, exp.Identifier) and ident.quoted and not column.table and ident.this.lower() not in known | aliases:
+            column.replace(exp.Literal.string(ident.this))
+    for node in list(tree.find_all(exp.Anonymous, exp.Date)):
+        replacement = _mysql_date(node)
+        if replacement is not None:
+            node.replace(replacement)
+    return tree
+
+
+def _mysql_date(node: exp.Expression) -> exp.Expression | None:
+    """SQLite's ``date``/``datetime``/``julianday`` call as MySQL writes it, or None to leave it."""
+    name = (node.name if isinstance(node, exp.Anonymous) else "date").lower()
+    args = list(node.expressions) if isinstance(node, exp.Anonymous) else [node.this, *node.expressions]
+    if name not in ("date", "datetime", "julianday") or not args or args[0] is None:
+        return None
+    first = args[0]
+    now = isinstance(first, exp.Literal) and first.is_string and first.this.lower() == "now"
+    if name == "julianday":
+        moment = exp.func("NOW") if now else first.copy()
+        return sqlglot.parse_one(f"(TO_SECONDS({moment.sql('mysql')}) / 86400.0 + 1721059.5)", read="mysql")
+    value: exp.Expression = exp.func("NOW") if now else first.copy()
+    for modifier in args[1:]:
+        if not (isinstance(modifier, exp.Literal) and modifier.is_string):
+            return None
+        parts = modifier.this.split()
+        if len(parts) != 2 or parts[1].lower() not in _DATE_UNITS:
+            return None
+        try:
+            amount = int(float(parts[0]))
+        except ValueError:
+            return None
+        value = sqlglot.parse_one(
+            f"DATE_ADD({value.sql('mysql')}, INTERVAL {amount} {_DATE_UNITS[parts[1].lower()]})", read="mysql"
+        )
+    if name == "date":
+        return exp.func("DATE", value) if not isinstance(node, exp.Date) or len(args) > 1 or now else None
+    return exp.func("TIMESTAMP", value)
+
+
+def _derive_limited_in_subqueries(tree: exp.Expression) -> bool:
+    """Wrap, in place, each ``IN (SELECT ... LIMIT n)`` as ``IN (SELECT * FROM (SELECT ... LIMIT n) AS limited)``."""
+    wrapped = False
+    for node in list(tree.find_all(exp.In)):
+        query = node.args.get("query")
+        inner = query.this if isinstance(query, exp.Subquery) else query
+        if isinstance(inner, exp.Select) and inner.args.get("limit") is not None:
+            derived = exp.select("*").from_(inner.copy().subquery("limited"))
+            node.set("query", derived.subquery() if isinstance(query, exp.Subquery) else derived)
+            wrapped = True
+    return wrapped
 
 
 def _inline_filter_aliases(tree: exp.Expression, known: set[str]) -> bool:
