@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from pathlib import Path
 
@@ -247,3 +248,19 @@ def test_a_bad_docs_path_on_the_command_line_is_one_error_line(capsys: pytest.Ca
     code = main(["ask", "How many users?", "--db", str(tiny_db), "--docs", "/nonexistent/docs"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "\n" not in err and "dbt schema.yml" in err
+
+
+def test_serve_docs_describe_every_database_and_reach_its_programs(tmp_path: Path, tiny_db: Path) -> None:
+    from tests.web_fakes import scripted_service
+    from text2sql_dspy.programs.web.serve_command import add_serve_arguments, config_from
+
+    dbt = write_dbt(tmp_path / "dbt")
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    assert config_from(parser.parse_args(["--db", str(tiny_db), "--docs", str(dbt)])).docs == dbt
+    service = scripted_service(tiny_db, docs=dbt)
+    try:
+        assert "Billing plan." in service.source("tiny").whole_schema
+        assert service.program("baseline").docs_path == dbt
+    finally:
+        service.close()

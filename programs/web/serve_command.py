@@ -1,7 +1,7 @@
 """``text2sql serve``: the web page and the JSON API over one or more databases.
 
-``text2sql serve [--db URL ...] [--program v2|compiled.json] [--host 127.0.0.1] [--port 8000] [--examples PATH]``
-binds to loopback by default. Any other address needs ``TEXT2SQL_TOKEN`` set: every request must
+``text2sql serve [--db URL ...] [--program v2|compiled.json] [--host 127.0.0.1] [--port 8000] [--examples PATH]
+[--docs PATH]`` binds to loopback by default. Any other address needs ``TEXT2SQL_TOKEN`` set: every request must
 then carry it (see :mod:`.guard`).
 """
 
@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from text2sql_dspy.programs.cli import DOCS_HELP
 from text2sql_dspy.programs.command import Command, positive_int
 from text2sql_dspy.programs.errors import ConfigurationError
 
@@ -31,6 +32,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help=f"address to bind (default 127.0.0.1; others need ${TOKEN_ENV})")
     parser.add_argument("--port", type=positive_int, default=8000)
     parser.add_argument("--examples", type=Path, help="the example store file (default: $TEXT2SQL_EXAMPLES, else the user cache's)")
+    parser.add_argument("--docs", type=Path, help=DOCS_HELP)
     parser.add_argument("--timeout", type=positive_int, default=180, help="seconds one answer may take, queue wait included")
     parser.add_argument("--queue", type=positive_int, default=8, help="questions that may wait for the model (more get 503)")
 
@@ -50,7 +52,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
     targets = args.db or [str(ensure_bundled_database())]
     return ServeConfig(
         databases=database_names(targets), program=args.program, model=args.model, host=args.host, port=args.port,
-        token=token, examples_path=args.examples, max_waiting=args.queue, timeout_s=float(args.timeout),
+        token=token, examples_path=args.examples, docs=args.docs, max_waiting=args.queue, timeout_s=float(args.timeout),
     )
 
 

@@ -42,6 +42,7 @@ class ServeConfig:
     port: int = 8000
     token: str | None = None
     examples_path: Path | None = None
+    docs: Path | None = None  # column and table descriptions (:func:`~..db.docs.load_docs`) for every database
     max_waiting: int = 8
     timeout_s: float = 180.0
     max_body_bytes: int = 64 * 1024
@@ -117,7 +118,7 @@ class Service:
         target = self.config.databases.get(name)
         if target is None:
             raise ConfigurationError(f"unknown database {name!r}: this server has {', '.join(self.config.databases)}.")
-        return open_source(target)
+        return open_source(target, docs=self.config.docs)
 
     def check(self, question: str, db: str | None, program: str | None) -> Question:
         """The question as the queue carries it; a bad one raises a :class:`Text2SQLError` naming the fix."""
@@ -148,7 +149,8 @@ class Service:
     def program(self, spec: str) -> Text2SQLProgram:
         with self._lock:
             if spec not in self._programs:
-                options = {"examples": self.store, **self._program_options}  # shown the pairs the page saves
+                # shown the pairs the page saves, and the descriptions the sources were given
+                options = {"examples": self.store, "docs": self.config.docs, **self._program_options}
                 self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm, **options)
             return self._programs[spec]
 
