@@ -51,7 +51,7 @@ def with_gold_draft(example: dspy.Example) -> dspy.Example:
     tables = [name for name in source.catalog.table_names if name.lower() in used]
     if not tables:
         return example
-    return example.copy(sql=example.gold_sql, hints="", table_schemas=source.with_header(source.catalog.render(tables)))
+    return example.copy(sql=example.gold_sql, hints="", facts="", table_schemas=source.with_header(source.catalog.render(tables)))
 
 
 def _compact(demo: Any) -> Any:

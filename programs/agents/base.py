@@ -22,6 +22,7 @@ from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.db.values import render_matches, value_index
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
 from text2sql_dspy.programs.usage import metered
@@ -45,12 +46,15 @@ class Text2SQLProgram(dspy.Module):
         examples: ExampleStore | Path | str | bool | None = None,
         k_examples: int = DEFAULT_K,
         mask_examples: bool = False,
+        lookup_values: bool = True,
         docs: Path | str | None = None,
     ):
         """``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
-        True for the default store); None shows none. ``k_examples`` pairs per question. ``docs``: column and
-        table descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`)."""
+        True for the default store); None shows none. ``k_examples`` pairs per question. ``lookup_values``: show
+        the stored values like the question's words (:mod:`~..db.values`). ``docs``: column and table
+        descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`)."""
         super().__init__()
+        self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
         self.schema_budget = schema_budget
         self.db_path = None if db_path is None else _path_or_url(db_path)
@@ -86,33 +90,35 @@ class Text2SQLProgram(dspy.Module):
             raise ConfigurationError("no database given: pass db_path=... (or schema_path=...) to the program.")
         return open_source(path, self.schema_path, self.docs_path)
 
-    def schema(self, source: DataSource, question: str) -> SchemaView:
+    def schema(self, source: DataSource, question: str, hint: str = "") -> SchemaView:
         """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables;
-        with an example store, the database's notes after the schema and its nearest pairs as demos."""
+        with an example store, the database's notes after the schema and its nearest pairs as demos; with the
+        question, the user's ``hint`` and the stored values like its words (:func:`question_facts`)."""
         view = schema_view(
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
+        view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values))
         if self.selector is None:
             return view
         notes, demos = self.selector.shown(source, question)
         return replace(view, text=with_notes(view.text, notes, pairs=bool(demos)), demos=tuple(demos))
 
-    def forward(self, question: str, db_path: str | None = None) -> dspy.Prediction:
+    def forward(self, question: str, db_path: str | None = None, hint: str = "") -> dspy.Prediction:
         question = check_question(question)
         source = self.source(db_path)
         start = time.perf_counter()
         with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()), metered() as usage:
-            fields = self.answer(question, source)
+            fields = self.answer(question, source, " ".join(str(hint or "").split()))
         fields.update(usage.to_dict())
         fields["latency_s"] = time.perf_counter() - start
         return dspy.Prediction(**fields)
 
-    def run(self, question: str, db_path: Path | str | None = None) -> dict[str, Any]:
-        """Answer ``question``; the dict has ``query``, ``explanation``, ``confidence``, ``judge_score``,
-        ``reasoning_steps`` and the per-question metrics (calls, tokens, cost, latency)."""
-        return dict(self(question=question, db_path=None if db_path is None else str(db_path)).items())
+    def run(self, question: str, db_path: Path | str | None = None, hint: str = "") -> dict[str, Any]:
+        """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says); the dict has ``query``,
+        ``explanation``, ``confidence``, ``judge_score``, ``reasoning_steps`` and the per-question metrics."""
+        return dict(self(question=question, db_path=None if db_path is None else str(db_path), hint=hint).items())
 
-    def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+    def answer(self, question: str, source: DataSource, hint: str = "") -> dict[str, Any]:
         """Subclasses: the answer's fields (at least ``query``, ``explanation``, ``confidence``)."""
         raise NotImplementedError
 
@@ -131,3 +137,14 @@ def _selector(examples: ExampleStore | Path | str | bool | None, k: int, mask: b
 def _path_or_url(target: Path | str) -> Path | str:
     """A database URL stays text (``Path`` would fold its ``//``); a file becomes a :class:`Path`."""
     return target if is_url(target) else Path(target)
+
+
+def question_facts(source: DataSource, question: str, hint: str = "", *, values: bool = True) -> str:
+    """What the drafting step is told with the question: the user's hint, then the stored values like its words."""
+    parts = [f"Hint: {hint}"] if hint else []
+    index = value_index(source) if values else None
+    if index is not None:
+        matches = render_matches(index.lookup(question))
+        if matches:
+            parts.append(matches)
+    return "\n".join(parts)

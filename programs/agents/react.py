@@ -33,6 +33,7 @@ from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import Tools, combined_confidence
 from text2sql_dspy.programs.agents.trajectory import reasoning_steps, take_step
 from text2sql_dspy.programs.db.describe import describe_query
+from text2sql_dspy.programs.db.literals import MISSING_VALUE
 from text2sql_dspy.programs.db.results import same_result
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import ValidationResult
@@ -43,6 +44,7 @@ __all__ = ["ReActAgent", "ReActAgentV2"]
 
 SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
+MISSING_VALUE_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
 
 
@@ -62,6 +64,12 @@ class Candidate:
     @property
     def valid(self) -> bool:
         return isinstance(self.validation, ValidationResult) and self.validation.valid
+
+    @property
+    def missing_values(self) -> list[str]:
+        """The validator's findings of literals the database does not hold (:mod:`~..db.literals`)."""
+        warnings = self.validation.warnings if isinstance(self.validation, ValidationResult) else []
+        return [w for w in warnings if MISSING_VALUE in w]
 
 
 class ReActAgent(Text2SQLProgram):
@@ -125,11 +133,11 @@ class ReActAgent(Text2SQLProgram):
 
         return 0 if is_embedded_model(self.lm) else DEFAULT_REPAIR_STEPS
 
-    def answer(self, question: str, source: DataSource) -> dict[str, Any]:
+    def answer(self, question: str, source: DataSource, hint: str = "") -> dict[str, Any]:
         judge = None
         if self.judge is not None:  # a misconfigured judge (bad model string, missing key) fails here, not later
             judge = partial(judge_sql, self.judge, self.judge_lm, explain=False)  # the verdict alone
-        view = self.schema(source, question)
+        view = self.schema(source, question, hint)
         state = AgentState(question, source, self.limits, judge, self.retrieval_type, self.top_k)
         state.retrieval_calls, trajectory = 1, {}  # the prompt's tables are the question's first retrieval
         state.note_tables(view.tables)
@@ -138,7 +146,7 @@ class ReActAgent(Text2SQLProgram):
         if state.final_answer is None:
             stop_reason = self.agent(
                 state=state, trajectory=trajectory, max_steps=self.max_repair_steps,
-                question=question, table_schemas=view.text, hints="",
+                question=question, table_schemas=view.text, facts=view.facts, hints="",
             ).stop_reason
         if state.final_answer is None:
             state.final_answer = best_effort_answer(state, stop_reason)
@@ -163,7 +171,7 @@ class ReActAgent(Text2SQLProgram):
             for seed in range(1, self.candidates):
                 if majority_settled(state, list(pool.values()), remaining=self.candidates - drafts):
                     break  # adaptive consistency: no further sample could change the majority result
-                add(draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text,
+                add(draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text, facts=view.facts,
                               examples=view.demos, temperature=SAMPLE_TEMPERATURE, seed=seed))  # a sample's confidence is not the agent's
         if not pool:
             return  # no draft: the ReAct loop writes the first query itself
@@ -174,6 +182,11 @@ class ReActAgent(Text2SQLProgram):
             valid = [redraft] if redraft is not None else []
         if not valid:
             return  # the ReAct loop repairs from here
+        if state.judge is None and all(c.missing_values for c in valid):  # V2 redrafts after judging, with the facts
+            redraft = self._redraft(tools, trajectory, question, view, valid[0], pool,
+                                    "The query compares a column with a value it does not hold; I redrafted it.")
+            if redraft is not None and not redraft.missing_values:
+                valid.append(redraft)
         groups = group_by_result(state, valid)
         total = sum(c.votes for c in valid)  # drafts behind the valid queries: a vote share's denominator
         best = groups[0]
@@ -183,7 +196,7 @@ class ReActAgent(Text2SQLProgram):
                 group.verdict = self._judged(tools, trajectory, group, "Does this query's result answer the question?")
             best = max(groups, key=lambda g: choice_score(g, total))
             facts = state.execution_facts(best.sql)
-            if (not facts.ok or facts.empty or facts.all_null) and state.judge_available():  # facts, not the judge's doubt
+            if (not facts.ok or facts.empty or facts.all_null or best.missing_values) and state.judge_available():  # facts, not the judge's doubt
                 redraft = self._redraft(tools, trajectory, question, view, best, pool,
                                         "I redrafted the query from the judge's findings; check it.", facts=True)
                 if redraft is not None:
@@ -197,7 +210,7 @@ class ReActAgent(Text2SQLProgram):
                   {"query": best.sql, "explanation": explanation, "confidence": best.draft.confidence})
 
     def _draft(self, state: AgentState, question: str, view: SchemaView, **options: Any) -> Draft:
-        draft = draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text,
+        draft = draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text, facts=view.facts,
                           examples=view.demos, **options)
         if draft.sql:
             state.draft_confidence = draft.confidence
@@ -298,8 +311,10 @@ def judged_score(candidate: Candidate) -> float:
 
 
 def choice_score(candidate: Candidate, total: int) -> float:
-    """How strongly the evidence supports a candidate: the judge's probability and the candidates' agreement."""
-    return 0.5 * judged_score(candidate) + 0.5 * candidate.votes / max(1, total)
+    """How strongly the evidence supports a candidate: the judge's probability and the candidates' agreement,
+    less :data:`MISSING_VALUE_PENALTY` when it compares a column with a value the database does not hold."""
+    penalty = MISSING_VALUE_PENALTY if candidate.missing_values else 0.0
+    return 0.5 * judged_score(candidate) + 0.5 * candidate.votes / max(1, total) - penalty
 
 
 def repair_hints(candidate: Candidate, state: AgentState | None = None) -> str:
@@ -308,6 +323,7 @@ def repair_hints(candidate: Candidate, state: AgentState | None = None) -> str:
     validation = candidate.validation
     if isinstance(validation, ValidationResult) and not validation.valid:
         lines += [f"- {e}" for e in validation.errors[:4]] + [f"- {s}" for s in validation.suggestions[:4]]
+    lines += [f"- {m}: use a stored value" for m in candidate.missing_values[:4]]
     if state is not None and candidate.valid:
         lines.append("It returned:\n" + state.execution_facts(candidate.sql).render())
     if candidate.verdict is not None:

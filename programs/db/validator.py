@@ -13,7 +13,9 @@
    with ``max_rows=1`` and a short timeout, which catches what static checks cannot
    (aggregate misuse, type errors). A timeout is only a warning;
 7. **warnings** — :mod:`~.query_warnings`, unchecked names, empty results. Warnings never
-   invalidate a query.
+   invalidate a query;
+8. **literals** — given the database's value index, a literal compared with a column that does not
+   hold it is a warning naming the nearest stored values (:mod:`~.literals`).
 
 A validator is built once per database and is safe to share between threads: everything it
 keeps on ``self`` is computed in ``__init__`` and never changed.
@@ -21,6 +23,7 @@ keeps on ``self`` is computed in ``__init__`` and never changed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -33,6 +36,7 @@ from text2sql_dspy.programs.db.catalog import Catalog
 from text2sql_dspy.programs.db.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.db.database import Database
 from text2sql_dspy.programs.db.findings import Findings
+from text2sql_dspy.programs.db.literals import literal_findings
 from text2sql_dspy.programs.db.names import normalize_names
 from text2sql_dspy.programs.db.policy import (
     DANGEROUS_FUNCTIONS,
@@ -46,6 +50,7 @@ from text2sql_dspy.programs.db.policy import (
 from text2sql_dspy.programs.db.query_warnings import style_warnings
 from text2sql_dspy.programs.db.reply import clean_sql
 from text2sql_dspy.programs.db.resolution import check_names
+from text2sql_dspy.programs.db.values import ValueIndex
 
 __all__ = ["ValidationResult", "SQLValidator", "MAX_QUERY_CHARS", "MAX_TOKENS", "MAX_NESTING"]
 
@@ -112,11 +117,14 @@ class SQLValidator:
         *,
         dialect: str = "sqlite",
         dry_run_timeout_s: float = 2.0,
+        values: Callable[[], ValueIndex | None] | None = None,
     ):
+        """``values`` gives the database's current :class:`~.values.ValueIndex`, for the literal check (step 8)."""
         self.catalog = catalog
         self.database = database
         self.dialect = dialect
         self.dry_run_timeout_s = dry_run_timeout_s
+        self.values = values
         self._dialect = Dialect.get_or_raise(dialect)
         self._refused_functions = DANGEROUS_FUNCTIONS | getattr(database, "refused_functions", frozenset())
         self._schema = CatalogSchema(catalog, dialect)
@@ -204,8 +212,20 @@ class SQLValidator:
 
         if found.errors:
             return ValidationResult.of(found, sql)
+        self._check_literals(tree, found)
         dangerous = self._dry_run(sql, found) if self.database is not None else False
         return ValidationResult.of(found, sql, dangerous=dangerous)
+
+    def _check_literals(self, tree: exp.Expr, found: Findings) -> None:
+        """A literal that a fully indexed column does not hold is a warning naming the nearest stored values."""
+        index = self.values() if self.values is not None else None
+        if index is None:
+            return
+        try:
+            for message in literal_findings(tree, self.catalog, index):
+                found.warn(message)
+        except Exception:  # a shape sqlglot's scopes refuse: the name check has warned already
+            pass
 
     def _unreadable(self, sql: str, message: str, *, shown: str | None = None) -> ValidationResult:
         """Invalid before parsing (too long, too deep, bad bytes); refused as well when its start reads as a write."""

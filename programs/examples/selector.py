@@ -110,7 +110,7 @@ class ExampleSelector:
 
 def as_demo(pair: StoredExample) -> dspy.Example:
     """A stored pair as a complete :class:`~text2sql_dspy.signatures.DraftSQL` demo over the same (cached) schema."""
-    return dspy.Example(table_schemas=IN_SYSTEM_MESSAGE, question=pair.question, hints="", sql=pair.sql)
+    return dspy.Example(table_schemas=IN_SYSTEM_MESSAGE, facts="", question=pair.question, hints="", sql=pair.sql)
 
 
 def with_notes(schema_text: str, notes: list[str], *, pairs: bool = False) -> str:

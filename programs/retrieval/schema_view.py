@@ -32,6 +32,7 @@ class SchemaView:
     text: str
     whole: bool
     demos: tuple = ()  # verified question->SQL pairs of this database shown before the question (dspy.Example)
+    facts: str = ""  # the user's hint and the stored values like the question's words, shown with the question
 
 
 def estimated_tokens(text: str) -> int:

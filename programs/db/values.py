@@ -1,0 +1,366 @@
+"""The values a database stores in its name and category columns, and which of them a question mentions.
+
+A :class:`ValueIndex` holds the distinct values of the columns that carry names and categories
+(:func:`indexed_columns`), read with ``SELECT DISTINCT ... LIMIT`` through the read-only database.
+It answers two questions, with no LM call:
+
+* :meth:`ValueIndex.lookup` — which stored values are like words of a question (1- to 4-word
+  n-grams; case- and accent-insensitive; exact, by the words a value contains, or fuzzy with
+  rapidfuzz), so that "Salford" finds ``'Salford 001A'``;
+* :meth:`ValueIndex.holds` / :meth:`ValueIndex.nearest` — whether a literal is a stored value of a
+  column, and which stored values are nearest when it is not.
+
+:func:`value_index` builds an index once per database and keeps it in the user cache dir, keyed by
+the database's identity and checked against a fingerprint of its data on every call: a database
+whose data changed is indexed again before it is asked about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import fuzz, process
+from sqlglot import exp
+from tqdm import tqdm
+
+from text2sql_dspy.programs.cache import default_cache_dir
+from text2sql_dspy.programs.db.catalog import Catalog, Column
+
+__all__ = [
+    "ColumnValues", "ValueIndex", "ValueMatch", "build_value_index", "indexed_columns", "normalise", "render_matches",
+    "value_index",
+]
+
+FORMAT = 1  # bump when the stored index's layout or the column rule changes
+MAX_DISTINCT = 5_000  # values kept per column; a column with more is indexed incomplete
+NAME_WORDS = ("name", "title", "label")
+SHORT_TEXT = 25.0  # mean characters: longer is free text (descriptions, comments), not names
+FEW_DISTINCT = 100
+FUZZY_CUTOFF = 88.0
+ALSO_MATCHED = 0.5  # added to a value's score for each further phrase of the question it matches
+WEAKER = 1.5  # a value scored this much below its column's best match is not shown
+MAX_COLUMNS_SHOWN = 6
+MAX_VALUES_SHOWN = 4
+_STOPWORDS = frozenset(
+    """a an and are as at be by did do does for from has have how i in is it its me my of on or our than that the their
+    them there these they this those to was were what when where which who whom whose why will with would you your all
+    any each list give find tell show please get return display much many number count total average name names""".split()
+)
+
+
+def normalise(text: str) -> str:
+    """Case-folded, accents dropped, runs of anything but letters and digits made one space."""
+    decomposed = unicodedata.normalize("NFKD", str(text).casefold())
+    plain = "".join(ch if ch.isalnum() else " " for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(plain.split())
+
+
+@dataclass(frozen=True)
+class ColumnValues:
+    """The distinct values of one column; ``complete`` when the column holds no others."""
+
+    table: str
+    column: str
+    values: tuple[str, ...]
+    complete: bool
+
+
+@dataclass(frozen=True)
+class ValueMatch:
+    """Stored values of one column like words of the question: ``shown`` of ``total`` matching values, and the
+    ``phrase`` they contain when one phrase matched them all."""
+
+    table: str
+    column: str
+    phrase: str
+    shown: tuple[str, ...]
+    total: int
+    score: float
+
+    def render(self) -> str:
+        text = f"-- {self.table}.{self.column}: " + ", ".join(_quoted(v) for v in self.shown)
+        more = self.total - len(self.shown)
+        if more > 0:
+            text += f" (and {more} more containing {_quoted(self.phrase)})" if self.phrase else f" (and {more} more)"
+        return text
+
+
+@dataclass
+class ValueIndex:
+    """Distinct stored values per (table, column), searchable by the words of a question (see module docstring)."""
+
+    columns: list[ColumnValues]
+    fingerprint: str = ""
+    _by_name: dict[tuple[str, str], ColumnValues] = field(default_factory=dict, init=False, repr=False)
+    _entries: list[tuple[int, str]] = field(default_factory=list, init=False, repr=False)  # (column index, value)
+    _normal: list[str] = field(default_factory=list, init=False, repr=False)
+    _words: dict[str, list[int]] = field(default_factory=dict, init=False, repr=False)  # word -> entry indexes
+
+    def __post_init__(self) -> None:
+        for position, column in enumerate(self.columns):
+            self._by_name[(column.table.lower(), column.column.lower())] = column
+            for value in column.values:
+                entry = len(self._entries)
+                self._entries.append((position, value))
+                normal = normalise(value)
+                self._normal.append(normal)
+                for word in set(normal.split()):
+                    self._words.setdefault(word, []).append(entry)
+
+    def column(self, table: str, column: str) -> ColumnValues | None:
+        return self._by_name.get((table.lower(), column.lower()))
+
+    def knows(self, table: str, column: str) -> bool:
+        """Whether the index holds every value of ``table.column``, so a value it lacks is not stored there."""
+        found = self.column(table, column)
+        return found is not None and found.complete
+
+    def holds(self, table: str, column: str, value: str, any_case: bool = False) -> bool:
+        """Whether ``value`` is stored in ``table.column`` (``any_case``: ignoring case, as LIKE does)."""
+        found = self.column(table, column)
+        if found is None:
+            return False
+        if any_case:
+            return value.casefold() in {v.casefold() for v in found.values}
+        return value in found.values
+
+    def nearest(self, table: str, column: str, value: str, k: int = 3) -> list[str]:
+        """Up to ``k`` stored values of ``table.column`` most like ``value`` (case and accents aside)."""
+        found = self.column(table, column)
+        if found is None or not found.values:
+            return []
+        target = normalise(value)
+        same = [v for v in found.values if normalise(v) == target]
+        scored = process.extract(target, [normalise(v) for v in found.values], scorer=fuzz.WRatio, limit=k)
+        ranked = same + [found.values[i] for _, score, i in scored if score >= 60 and found.values[i] not in same]
+        return ranked[:k]
+
+    def lookup(self, question: str, *, max_columns: int = MAX_COLUMNS_SHOWN) -> list[ValueMatch]:
+        """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring).
+
+        Within a column, values matched much more weakly than its best (a fuzzy match beside an exact one) are dropped.
+        """
+        scores: dict[int, dict[int, tuple[float, str]]] = {}  # column -> entry -> (score, best phrase)
+        for phrase in _phrases(question):
+            for entries, score in self._matching(phrase):
+                for entry in entries:
+                    found = scores.setdefault(self._entries[entry][0], {})
+                    before, best_phrase = found.get(entry, (0.0, phrase))
+                    if score > before:  # the best phrase counts whole, each other phrase it matches a little
+                        found[entry] = (score + ALSO_MATCHED * bool(before), phrase)
+                    else:
+                        found[entry] = (before + ALSO_MATCHED, best_phrase)
+        matches = []
+        for column, found in scores.items():
+            best = max(score for score, _ in found.values())
+            kept = sorted((e for e, (score, _) in found.items() if score > best - WEAKER),
+                          key=lambda e: (-found[e][0], len(self._entries[e][1]), self._entries[e][1]))
+            phrases = {found[e][1] for e in kept}
+            owner = self.columns[column]
+            matches.append(ValueMatch(owner.table, owner.column, phrases.pop() if len(phrases) == 1 else "",
+                                      tuple(self._entries[e][1] for e in kept[:MAX_VALUES_SHOWN]), len(kept), best))
+        return sorted(matches, key=lambda m: (-m.score, m.total))[:max_columns]
+
+    def _matching(self, phrase: str) -> Iterable[tuple[set[int], float]]:
+        """Entries equal to, containing the words of, or fuzzily like ``phrase``, each with a score."""
+        words = phrase.split()
+        postings = [self._words.get(w) for w in words]
+        if all(postings):
+            contains = set.intersection(*(set(p) for p in postings))
+            contains = {e for e in contains if phrase in self._normal[e]}  # the words in this order
+            exact = {e for e in contains if self._normal[e] == phrase}
+            if exact:
+                yield exact, 2.0 + len(words)
+            if contains - exact:
+                yield contains - exact, 1.0 + len(words)
+        if len(phrase) >= 4:
+            fuzzy = process.extract(phrase, self._normal, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=20)
+            close = {i for _, _, i in fuzzy if self._normal[i] != phrase}
+            if close:
+                yield close, 0.5 + len(words)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "fingerprint": self.fingerprint,
+                "columns": [[c.table, c.column, list(c.values), c.complete] for c in self.columns]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ValueIndex:
+        columns = [ColumnValues(t, c, tuple(v), bool(full)) for t, c, v, full in data["columns"]]
+        return cls(columns, data.get("fingerprint", ""))
+
+
+def render_matches(matches: list[ValueMatch]) -> str:
+    """The matches as prompt text: one line per column, under a heading; "" when there are none."""
+    if not matches:
+        return ""
+    return "-- Stored values like words of the question (write them exactly as stored):\n" + "\n".join(
+        m.render() for m in matches)
+
+
+def indexed_columns(catalog: Catalog) -> list[tuple[str, Column]]:
+    """The columns worth indexing: text columns that are neither keys nor ids (CHESS's rule, by declared type and name)."""
+    chosen = []
+    for table in catalog.tables:
+        for column in table.columns:
+            name = column.name.lower()
+            is_id = name == "id" or name.endswith(("_id", "id")) and not any(w in name for w in NAME_WORDS)
+            if column.stores_text and not column.primary_key and not column.references and not is_id:
+                chosen.append((table.name, column))
+    return chosen
+
+
+def keeps(values: list[str], column: Column) -> bool:
+    """CHESS's rule on what was read: a name column, short text, or few distinct values; never long free text."""
+    if not values:
+        return False
+    mean = sum(len(v) for v in values) / len(values)
+    return any(w in column.name.lower() for w in NAME_WORDS) or mean < SHORT_TEXT or len(values) < FEW_DISTINCT
+
+
+def build_value_index(database: Any, catalog: Catalog, *, progress: bool = True, timeout_s: float = 10.0) -> ValueIndex:
+    """Read the distinct values of :func:`indexed_columns` through ``database`` (read-only, each under ``timeout_s``)."""
+    columns = []
+    chosen = indexed_columns(catalog)
+    bar = tqdm(chosen, desc=f"Indexing values of {catalog.db_id}", unit="col", disable=not progress or len(chosen) < 2,
+               leave=False)
+    for table, column in bar:
+        query = distinct_query(table, column.name, MAX_DISTINCT + 1, database.dialect)
+        result = database.execute(query, timeout_s=timeout_s, max_rows=MAX_DISTINCT + 1)
+        if not result.ok:
+            continue
+        values = list(dict.fromkeys(row[0] for row in result.rows if isinstance(row[0], str) and row[0].strip()))
+        values = [v for v in values if len(v) <= 200]
+        if keeps(values, column):
+            complete = len(result.rows) <= MAX_DISTINCT
+            columns.append(ColumnValues(table, column.name, tuple(values[:MAX_DISTINCT]), complete))
+    return ValueIndex(columns)
+
+
+def distinct_query(table: str, column: str, limit: int, dialect: str) -> str:
+    """``SELECT DISTINCT column FROM table WHERE column IS NOT NULL LIMIT n`` in ``dialect``, names quoted."""
+    col = exp.column(column, quoted=True)
+    source = exp.to_table(table, dialect=dialect)
+    for part in source.parts:
+        part.set("quoted", True)
+    query = exp.select(col).from_(source).where(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())))
+    return query.distinct().limit(limit).sql(dialect=dialect)
+
+
+# --------------------------------------------------------------------------- freshness and the disk cache
+
+_indexes: dict[str, ValueIndex] = {}
+_lock = threading.Lock()
+
+
+def value_index(source: Any, *, progress: bool = True) -> ValueIndex | None:
+    """The index of ``source``'s database, current with its data: from memory, from the cache dir, or built now.
+
+    None for a source without a database (schema files only).
+    """
+    database = source.database
+    if database is None:
+        return None
+    identity = database_identity(database, source.catalog)
+    fingerprint = data_fingerprint(database)
+    with _lock:
+        index = _indexes.get(identity)
+        if index is not None and fingerprint and index.fingerprint == fingerprint:
+            return index
+        file = default_cache_dir() / "values" / f"{hashlib.sha256(identity.encode()).hexdigest()[:24]}.json"
+        index = _read(file, fingerprint)
+        if index is None:
+            index = build_value_index(database, source.catalog, progress=progress)
+            index.fingerprint = fingerprint
+            if fingerprint:
+                _write(file, index)
+        _indexes[identity] = index
+        return index
+
+
+def database_identity(database: Any, catalog: Catalog) -> str:
+    """Where the database is, and which tables and columns it has (a changed schema is another index)."""
+    address = getattr(database, "address", None)
+    where = str(getattr(database, "path", None) or getattr(address, "key", None) or catalog.db_id)
+    shape = ";".join(f"{t.name}:{','.join(c.name for c in t.columns)}" for t in catalog.tables)
+    return f"{where}|{hashlib.sha256(shape.encode()).hexdigest()[:16]}"
+
+
+def data_fingerprint(database: Any) -> str:
+    """A cheap token that changes when the data does; "" when the engine offers none (then indexed once per process)."""
+    path = getattr(database, "path", None) or getattr(getattr(database, "address", None), "path", None)
+    if path is not None:
+        parts = []
+        for file in (Path(path), Path(f"{path}-wal"), Path(f"{path}.wal")):
+            if file.exists():
+                stat = file.stat()
+                parts.append(f"{stat.st_size}:{stat.st_mtime_ns}")
+        return "file:" + "/".join(parts)
+    query = _FINGERPRINT_QUERIES.get(database.dialect)
+    if query is None:
+        return ""
+    result = database.execute(query, max_rows=1)
+    return f"{database.dialect}:{result.rows[0]}" if result.ok and result.rows else ""
+
+
+_FINGERPRINT_QUERIES = {
+    "postgres": "SELECT COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0), COUNT(*) FROM pg_stat_user_tables",
+    "mysql": "SELECT COALESCE(SUM(table_rows), 0), MAX(update_time), COUNT(*) FROM information_schema.tables "
+             "WHERE table_schema = DATABASE()",
+}
+
+
+def _read(file: Path, fingerprint: str) -> ValueIndex | None:
+    if not fingerprint or not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("format") != FORMAT or data.get("fingerprint") != fingerprint:
+        return None
+    return ValueIndex.from_json(data)
+
+
+def _write(file: Path, index: ValueIndex) -> None:
+    """Write atomically, so a killed process leaves the old file or the new one, never half of one."""
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        scratch = file.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(json.dumps(index.to_json()), encoding="utf-8")
+        scratch.replace(file)
+    except OSError:
+        pass  # a read-only cache dir: the index lives in memory only
+
+
+def _phrases(question: str) -> list[str]:
+    """The question's normalised 1- to 4-word phrases that are not only stopwords, longest first."""
+    words = normalise(question).split()
+    phrases = []
+    for n in range(4, 0, -1):
+        for i in range(len(words) - n + 1):
+            chunk = words[i:i + n]
+            if all(w in _STOPWORDS for w in chunk) or chunk[0] in _STOPWORDS or chunk[-1] in _STOPWORDS:
+                continue
+            if n == 1 and len(chunk[0]) < 2:
+                continue
+            phrases.append(" ".join(chunk))
+    return list(dict.fromkeys(phrases))
+
+
+def _by_column(entries: list[tuple[int, str]], found: set[int]) -> dict[int, set[int]]:
+    grouped: dict[int, set[int]] = {}
+    for e in found:
+        grouped.setdefault(entries[e][0], set()).add(e)
+    return grouped
+
+
+def _quoted(value: str) -> str:
+    return "'" + " ".join(value.split()).replace("'", "''") + "'"

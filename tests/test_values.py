@@ -1,0 +1,175 @@
+"""The value index: built on every engine, kept fresh, looked up by the question's words; the literal check and
+the requalification of a column named on the wrong table. No model."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from text2sql_dspy.programs.db import values as values_module
+from text2sql_dspy.programs.db.literals import literal_findings
+from text2sql_dspy.programs.db.names import normalize_names
+from text2sql_dspy.programs.db.requalify import requalified
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.db.values import ColumnValues, ValueIndex, normalise, render_matches, value_index
+
+CRIMES = [("Salford 001A", "Burglary", "Investigation complete; no suspect identified"),
+          ("Salford 002B", "Burglary", "Under investigation"),
+          ("Bolton 001A", "Vehicle crime", "Unable to prosecute suspect"),
+          ("Wigan 010C", "Anti-social behaviour", "Under investigation")]
+PLANTS = [("Ōi", "Japan", "Operational", "PWR"), ("Flamanville 3", "France", "Under Construction", "PWR"),
+          ("Darlington", "Canada", "Operational", "PHWR"), ("Akkuyu", "Türkiye", "Planned", "PWR")]
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(values_module, "_indexes", {})
+
+
+def make_sqlite(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE crime (id INTEGER PRIMARY KEY, LSOA TEXT, crime_type TEXT, outcome TEXT);
+        CREATE TABLE plant (id INTEGER PRIMARY KEY, name TEXT, country TEXT, status TEXT, reactor_type TEXT,
+                            capacity_mw INTEGER);
+        CREATE TABLE unit (id INTEGER PRIMARY KEY, plant_id INTEGER REFERENCES plant(id), unit_name TEXT, position TEXT);
+    """)
+    conn.executemany("INSERT INTO crime (LSOA, crime_type, outcome) VALUES (?, ?, ?)", CRIMES)
+    conn.executemany("INSERT INTO plant (name, country, status, reactor_type, capacity_mw) VALUES (?, ?, ?, ?, 1000)",
+                     PLANTS)
+    conn.executemany("INSERT INTO unit (plant_id, unit_name, position) VALUES (?, ?, ?)",
+                     [(1, "Unit 1", "north"), (2, "Unit 3", "south")])
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def source(tmp_path: Path):
+    return open_source(make_sqlite(tmp_path / "crimes.sqlite"))
+
+
+@pytest.mark.parametrize(("question", "column", "expected"), [
+    ("How many crimes were recorded in Salford?", "crime.LSOA", ("Salford 001A", "Salford 002B")),
+    ("crimes in salford 002b", "crime.LSOA", ("Salford 002B",)),  # case aside, the exact value first
+    ("Which plants are in Turkiye?", "plant.country", ("Türkiye",)),  # accents aside
+    ("Is the plant at Oi operational?", "plant.name", ("Ōi",)),
+    ("How many are still under constrution?", "plant.status", ("Under Construction",)),  # a typo: fuzzy
+    ("cases where the investigation is complete", "crime.outcome", ("Investigation complete; no suspect identified",)),
+])
+def test_a_question_finds_the_stored_values_like_its_words(source, question: str, column: str,
+                                                           expected: tuple[str, ...]) -> None:
+    matches = {f"{m.table}.{m.column}": m for m in value_index(source).lookup(question)}
+    assert column in matches, render_matches(list(matches.values()))
+    assert matches[column].shown[: len(expected)] == expected
+
+
+def test_the_lookup_renders_per_column_and_says_how_many_more(source) -> None:
+    index = ValueIndex([ColumnValues("crime", "LSOA", tuple(f"Salford {i:03d}A" for i in range(163)), True)])
+    [match] = index.lookup("crimes in Salford")
+    assert match.render() == ("-- crime.LSOA: 'Salford 000A', 'Salford 001A', 'Salford 002A', 'Salford 003A' "
+                              "(and 159 more containing 'salford')")
+    assert value_index(source).lookup("How many rows are there?") == []  # no stored word: nothing to show
+
+
+def test_ids_keys_and_numbers_are_not_indexed(source) -> None:
+    names = {(c.table, c.column) for c in value_index(source).columns}
+    assert ("crime", "LSOA") in names and ("plant", "reactor_type") in names
+    assert not {("crime", "id"), ("plant", "capacity_mw"), ("unit", "plant_id")} & names
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT COUNT(*) FROM crime WHERE LSOA = 'Salford'",
+     ["'Salford' is not a value of crime.LSOA; nearest: 'Salford 001A', 'Salford 002B'"]),
+    ("SELECT name FROM plant AS p WHERE p.country IN ('Japan', 'Turkey')",
+     ["'Turkey' is not a value of plant.country; nearest: 'Türkiye'"]),
+    ("SELECT name FROM plant WHERE status = 'Planned' AND reactor_type = 'PWR'", []),
+    ("SELECT name FROM plant WHERE status LIKE 'operational'", []),  # LIKE ignores case
+    ("SELECT name FROM plant WHERE status LIKE 'Plan%'", []),  # a pattern is not a value
+    ("SELECT u.unit_name FROM unit AS u JOIN plant AS p ON u.plant_id = p.id WHERE status = 'operating'",
+     ["'operating' is not a value of plant.status; nearest: 'Operational'"]),
+    ("SELECT name FROM plant WHERE 'VA' = country", ["'VA' is not a value of plant.country"]),
+])
+def test_a_literal_the_column_does_not_hold_is_a_finding(source, sql: str, expected: list[str]) -> None:
+    tree = normalize_names(sqlglot.parse_one(sql, read="sqlite"))
+    found = literal_findings(tree, source.catalog, value_index(source))
+    assert [f.split("; nearest")[0] for f in found] == [e.split("; nearest")[0] for e in expected]
+    for message, wanted in zip(found, expected):
+        assert message.startswith(wanted)  # the nearest stored values come first
+
+
+def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source) -> None:
+    result = source.validator.validate("SELECT COUNT(*) FROM crime WHERE LSOA = 'Salford'")
+    assert result.valid
+    assert any(w.startswith("'Salford' is not a value of crime.LSOA; nearest: 'Salford 001A'") for w in result.warnings)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT T2.name FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id", None),  # right already
+    ("SELECT T1.name FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id",
+     "SELECT T2.name FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id"),
+    ("SELECT plant.position FROM unit JOIN plant ON unit.plant_id = plant.id WHERE plant.position = 'north'",
+     "SELECT unit.position FROM unit JOIN plant ON unit.plant_id = plant.id WHERE unit.position = 'north'"),
+    ("SELECT T1.id FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id", None),  # both have it: as written
+    ("SELECT T1.nowhere FROM unit AS T1", None),  # no table has it: the validator reports it
+    ("SELECT s.name FROM (SELECT name FROM plant) AS s", None),
+])
+def test_a_column_on_the_wrong_table_moves_to_the_one_that_has_it(source, sql: str, expected: str | None) -> None:
+    assert requalified(sql, source.catalog) == (expected or sql)
+
+
+def test_changed_data_gets_a_fresh_index_before_the_next_question(source, tmp_path: Path) -> None:
+    assert value_index(source).lookup("crimes in Eccles") == []
+    conn = sqlite3.connect(tmp_path / "crimes.sqlite")
+    conn.execute("INSERT INTO crime (LSOA, crime_type, outcome) VALUES ('Eccles 004D', 'Arson', 'Under investigation')")
+    conn.commit()
+    conn.close()
+    [match] = value_index(source).lookup("crimes in Eccles")
+    assert match.shown == ("Eccles 004D",)
+    assert not any("Eccles" in w for w in source.validator.validate(
+        "SELECT * FROM crime WHERE LSOA = 'Eccles 004D'").warnings)
+
+
+def test_the_index_is_kept_on_disk_and_read_back_while_the_data_is_unchanged(source, monkeypatch) -> None:
+    first = value_index(source)
+    files = list((Path(values_module.default_cache_dir()) / "values").glob("*.json"))
+    assert len(files) == 1
+    monkeypatch.setattr(values_module, "_indexes", {})
+    monkeypatch.setattr(values_module, "build_value_index", lambda *a, **k: pytest.fail("rebuilt unchanged data"))
+    again = value_index(source)
+    assert again is not first and again.columns == first.columns
+
+
+def test_duckdb_builds_the_same_index(tmp_path: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "plants.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE plant (id INTEGER PRIMARY KEY, name VARCHAR, status VARCHAR)")
+    conn.executemany("INSERT INTO plant VALUES (?, ?, ?)", [(i, n, s) for i, (n, _, s, _) in enumerate(PLANTS)])
+    conn.close()
+    source = open_source(f"duckdb:///{path}")
+    [match] = [m for m in value_index(source).lookup("plants under construction") if m.column == "status"]
+    assert match.shown == ("Under Construction",)
+
+
+def test_postgres_builds_the_index_through_the_read_only_role(postgres) -> None:
+    postgres.create_database("plants_values")
+    postgres.psql("plants_values", "CREATE TABLE plant (id serial PRIMARY KEY, name text, status text); "
+                                   "INSERT INTO plant (name, status) VALUES ('Akkuyu', 'Planned'), ('Ōi', 'Operational')")
+    postgres.grant_reader("plants_values")
+    source = open_source(postgres.reader_url("plants_values"))
+    index = value_index(source)
+    assert index.knows("plant", "status") and index.holds("plant", "status", "Planned")
+    assert index.fingerprint.startswith("postgres:")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Türkiye", "turkiye"), ("  Salford   001A ", "salford 001a"), ("3-D Man", "3 d man"), ("ŌI", "oi"),
+])
+def test_normalise(text: str, expected: str) -> None:
+    assert normalise(text) == expected
