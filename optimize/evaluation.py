@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
     parser.add_argument("--docs", help="column and table descriptions for every question's database (BIRD, dbt)")
     parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
+    parser.add_argument("--evidence", choices=["on", "off"], default="on",
+                        help="pass each question's evidence (BIRD's hint) to the programs when the data has it (default: on)")
+    parser.add_argument("--values", choices=["on", "off"], default="on",
+                        help="show the drafting step stored values like the question's words (default: on)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
 
 
@@ -64,14 +68,20 @@ def evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
+    evidence = args.evidence == "on" and any(str(ex.get("evidence") or "").strip() for ex in examples)
     run = {"data": str(Path(args.data).resolve()), "split": args.split}
+    if evidence:
+        run["evidence"] = "on"
+    if args.values == "off":
+        run["values"] = "off"
     if args.examples:
         run["examples"] = str(Path(args.examples).resolve())
     _check_resumable(out, run)
     done = load_records(records_file)
     _forget_service_failures(done, records_file)
     _rescore_stale(done, examples, records_file)
-    print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}")
+    print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}"
+          f"; evidence {'on' if evidence else 'off'}; value lookup {args.values}")
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
         if not todo:
@@ -80,7 +90,7 @@ def evaluate(args: argparse.Namespace) -> int:
         clear_shared_caches()  # no program may reuse the KV cache another one warmed
         failed_in_a_row = 0
         try:
-            for record in _answer_all(program, spec, todo, args.threads):
+            for record in _answer_all(program, spec, todo, args.threads, evidence):
                 done[(spec, record["index"])] = record
                 with records_file.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(record, default=str) + "\n")
@@ -96,7 +106,8 @@ def evaluate(args: argparse.Namespace) -> int:
             return 130
     records = {spec: [done[(spec, i)] for i in range(len(examples)) if (spec, i) in done] for spec in programs}
     summaries = {spec: summarize(rows) for spec, rows in records.items()}
-    write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples)})
+    write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples),
+                                                        "evidence": "on" if evidence else "off", "value lookup": args.values})
     print_table(summaries)
     print(f"report and plots: {out / 'report.md'}")
     return 0
@@ -117,13 +128,13 @@ def _build(spec: str, args: argparse.Namespace) -> Any:
 
     program = make_program(
         spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model,
-        examples=args.examples, docs=args.docs,
+        examples=args.examples, docs=args.docs, lookup_values=args.values == "on",
     )
     _ = program.lm, getattr(program, "judge_lm", None)  # built once here, not raced for by the threads
     return program
 
 
-def _answer_all(program: Any, spec: str, todo: list, threads: int):
+def _answer_all(program: Any, spec: str, todo: list, threads: int, evidence: bool = False):
     """Yield one record per question; with threads > 1 questions run concurrently (order of completion).
 
     Closing the generator early (a stopped run, Ctrl-C) cancels the questions not yet started and
@@ -133,14 +144,14 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int):
     try:
         if threads <= 1:
             for index, example in todo:
-                yield answer_one(program, spec, index, example)
+                yield answer_one(program, spec, index, example, evidence)
                 bar.update()
         else:
             from concurrent.futures import ThreadPoolExecutor, as_completed
 
             pool = ThreadPoolExecutor(threads)
             try:
-                futures = [pool.submit(answer_one, program, spec, i, ex) for i, ex in todo]
+                futures = [pool.submit(answer_one, program, spec, i, ex, evidence) for i, ex in todo]
                 for future in as_completed(futures):
                     yield future.result()
                     bar.update()
@@ -150,11 +161,14 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int):
         bar.close()
 
 
-def answer_one(program: Any, spec: str, index: int, example: Any) -> dict[str, Any]:
-    """Answer and score one question; any failure is recorded in the record, never raised."""
+def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool = False) -> dict[str, Any]:
+    """Answer and score one question (with ``evidence``, its evidence as the hint); a failure is recorded, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
+    hint = str(example.get("evidence") or "") if evidence else ""
+    if hint:
+        record["hint"] = hint
     try:
-        pred = program(question=example.question, db_path=example.db_path)
+        pred = program(question=example.question, db_path=example.db_path, hint=hint)
         fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
         record.update(fields)
         steps = pred.get("reasoning_steps") or []

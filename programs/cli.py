@@ -26,6 +26,7 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     )
     ask.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
     ask.add_argument("--docs", help=DOCS_HELP)
+    ask.add_argument("--hint", default="", help="what the question's terms mean, e.g. \"Title 1 funding is column c14\"")
     ask.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
     ask.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
     ask.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
@@ -63,7 +64,7 @@ def ask(args: argparse.Namespace) -> int:
         judge_model_id=args.judge_model,
         examples=_examples_option(args),
     )
-    result = program.run(question)
+    result = program.run(question, hint=args.hint)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
         return save_if_asked(args, program.source(db_path), question, result["query"])
