@@ -16,7 +16,9 @@ from text2sql_dspy.programs.db.docs import docs_beside, load_docs, with_docs
 from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
+from text2sql_dspy.programs.db.requalify import requalified
 from text2sql_dspy.programs.db.validator import SQLValidator
+from text2sql_dspy.programs.db.values import value_index
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class DataSource:
     @cached_property
     def validator(self) -> SQLValidator:
         """The structural validator for this database, built once."""
-        return SQLValidator(self.catalog, self.database, dialect=self.dialect)
+        return SQLValidator(self.catalog, self.database, dialect=self.dialect, values=lambda: value_index(self))
 
     @cached_property
     def column_names(self) -> frozenset[str]:
@@ -68,7 +70,9 @@ class DataSource:
         return self.catalog_validator.validate(sql).valid
 
     def runnable(self, sql: str) -> str:
-        """A drafted ``sql`` as this engine needs it (:func:`~.dialect.portable`); unchanged on SQLite."""
+        """A drafted ``sql`` as this engine needs it: a column on the wrong table moved to the one that has it
+        (:func:`~.requalify.requalified`), then SQLite habits carried to this engine (:func:`~.dialect.portable`)."""
+        sql = requalified(sql, self.catalog, self.dialect)
         return portable(sql, self.dialect, self.column_names, self.text_column_names, self.integer_column_names)
 
     @property
