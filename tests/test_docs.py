@@ -31,6 +31,7 @@ MESSY_USERS_CSV = (
     + b"status ,,account state \x96 current,text,\"commonsense evidence:\r\n'active': can sign in\r\n"
     + b"'suspended': cannot\"\r\n"
     + b"full_name,full name,,text,\r\n"
+    + b"organization_id,,the user's organization,integer,\r\n"
     + b"email,,the sign-in \x1aaddress,text,\r\n"
     + b"ghost_column,,not in the database,text,\r\n"
     + b",,,,\r\n"
@@ -89,6 +90,7 @@ def test_a_messy_bird_csv_gives_one_line_per_column() -> None:
         "id": "the unique id of the user",
         "status": "account state – current; values: 'active': can sign in 'suspended': cannot",
         "email": "the sign-in address",
+        "organization_id": "the user\u2019s organization",
         "ghost_column": "not in the database",
     }  # full_name has only its readable name, which restates the identifier: nothing said
 
@@ -114,6 +116,8 @@ def test_bird_rows_by_header_or_position(csv_text: str, expected: dict[str, str]
         ("the type", "PWR = pressurized water reactor", "the type; values: PWR = pressurized water reactor"),
         ("", "PWR", "values: PWR"),
         ("  two\n  lines ", "", "two lines"),
+        ("the hero's name", "", "the hero\u2019s name"),  # not a quoted value: the column's samples stay shown
+        ("sex", "'F' = female, 'M' = male", "sex; values: 'F' = female, 'M' = male"),
         ("word " * 100, "", ("word " * 59).strip() + "..."),
     ],
 )
@@ -218,7 +222,7 @@ def test_a_bird_download_s_docs_are_picked_up_beside_its_sqlite_file(tmp_path: P
     bird_folder(db.parent)
     schema = open_source(db).whole_schema
     assert "status TEXT NOT NULL,  -- account state – current; values: 'active': can sign in 'suspended': cannot" in schema
-    assert "-- the sign-in address" in schema
+    assert "-- the sign-in address e.g. 'ann@acme.test'" in schema  # the docs' words and the stored values
 
 
 def test_docs_over_a_schema_folder_and_in_the_cache_key(tmp_path: Path, tiny_db: Path, tiny_schemas: Path) -> None:

@@ -15,6 +15,7 @@ schema shows it on each column's line. :func:`docs_beside` finds a BIRD download
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ logger = logging.getLogger(__name__)
 BIRD_FOLDER = "database_description"
 DBT_SUFFIXES = (".yml", ".yaml")
 MAX_DOC_CHARS = 300  # one column's text; BIRD's value descriptions run to paragraphs
+IN_WORD_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
 SKIPPED_DIRS = frozenset({"target", "dbt_packages", "node_modules", "logs"})  # dbt's build output and vendored code
 
 
@@ -44,12 +46,15 @@ def one_line(text: str, limit: int = MAX_DOC_CHARS) -> str:
 
 
 def described(description: str, values: str = "") -> str:
-    """A column's line: its description, then ``values: ...`` when the source says what values mean."""
+    """A column's line: its description, then ``values: ...`` when the source says what values mean.
+
+    An apostrophe inside a word becomes a typographic one (``hero's`` -> ``hero’s``): the schema's renderer
+    reads a straight quote in a description as a quoted value and then shows no sample values."""
     text = " ".join(description.split())
     values = " ".join(values.split())
     if values:
         text = f"{text}; values: {values}" if text else f"values: {values}"
-    return one_line(text)
+    return IN_WORD_APOSTROPHE.sub("\u2019", one_line(text))
 
 
 @dataclass(frozen=True)
