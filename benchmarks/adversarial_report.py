@@ -1,8 +1,8 @@
 """The adversarial suite's figures: the hostile SQL corpus through validator, executor and the agent's tools.
 
 For each database (the tiny test database and the bundled ``saas`` one on SQLite, both copied to a
-temporary folder first; ``saas`` loaded into a throwaway PostgreSQL server, queried through a SELECT-only
-role, and into a DuckDB file) it prints, per category: cases tried, refused by the validator as dangerous, failed
+temporary folder first; ``saas`` loaded into a throwaway PostgreSQL server and a throwaway MariaDB server,
+queried through a SELECT-only role, and into a DuckDB file) it prints, per category: cases tried, refused by the validator as dangerous, failed
 harmlessly (not refused, yet no crash, hang or change), refused by the executor when run directly,
 mutations and hangs (both must be 0), crashes, cases handled otherwise than they must be, and the
 slowest case; then the checksum before and after (SQLite: the file's sha256; PostgreSQL and DuckDB: every
@@ -10,9 +10,10 @@ table's contents and the catalog). No language model is involved.
 
 Usage::
 
-    python benchmarks/adversarial_report.py [--engine sqlite|postgres|duckdb ...]
+    python benchmarks/adversarial_report.py [--engine sqlite|postgres|duckdb|mariadb ...]
 
-PostgreSQL needs the server binaries (``apt-get install -y postgresql``); without them it is skipped, saying why.
+PostgreSQL and MariaDB need the server binaries (``apt-get install -y postgresql mariadb-server``); without
+them they are skipped, saying why.
 
 Exit status 1 if anything changed, hung, crashed or was handled otherwise than it must be.
 """
@@ -36,10 +37,12 @@ from tests.adversarial_corpus import (  # noqa: E402
     Outcome,
     make_arena,
     make_duckdb_arena,
+    make_mariadb_arena,
     make_postgres_arena,
     problems,
     run_corpus,
 )
+from tests import mariadb_server  # noqa: E402
 from tests.postgres_server import ServerUnavailable, start  # noqa: E402
 from tests.tiny_db import build_tiny_db  # noqa: E402
 
@@ -76,7 +79,7 @@ def render(table: list[list[str]]) -> str:
     return "\n".join([line(COLUMNS), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, table)])
 
 
-ENGINES = ("sqlite", "postgres", "duckdb")
+ENGINES = ("sqlite", "postgres", "duckdb", "mariadb")
 
 
 def arenas(engine: str, folder: Path) -> dict[str, Arena]:
@@ -89,6 +92,8 @@ def arenas(engine: str, folder: Path) -> dict[str, Arena]:
         }
     if engine == "duckdb":
         return {"duckdb saas": make_duckdb_arena(saas, folder / "arena_duckdb")}
+    if engine == "mariadb":
+        return {"mariadb saas": make_mariadb_arena(SERVER[0], saas, "arena")}
     return {"postgres saas": make_postgres_arena(SERVER[0], saas, "arena", folder / "arena_postgres")}
 
 
@@ -105,11 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for engine in engines:
-            if engine == "postgres":
+            if engine in ("postgres", "mariadb"):
                 try:
-                    SERVER.append(start())
-                except ServerUnavailable as exc:
-                    print(f"\n## postgres: skipped ({exc})")
+                    SERVER.append(start() if engine == "postgres" else mariadb_server.start())
+                except (ServerUnavailable, mariadb_server.ServerUnavailable) as exc:
+                    print(f"\n## {engine}: skipped ({exc})")
                     continue
             try:
                 for name, arena in arenas(engine, folder).items():
@@ -128,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                                     "same" if before == after else "CHANGED"])  # fmt: skip
                     ok = ok and before == after and not leftovers and total[-2] == "0"
             finally:
-                if engine == "postgres" and SERVER:
+                if engine in ("postgres", "mariadb") and SERVER:
                     SERVER.pop().stop()
     print("\n## per engine\n")
     header = ["engine / database", "cases", "refused", "failed harmlessly", "mutations", "hangs", "wrong", "checksum"]

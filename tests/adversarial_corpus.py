@@ -12,7 +12,7 @@ happen to it:
 validator) and the agent's tools, catching anything that escapes; :func:`run_corpus` runs them all
 and checks that the database is unchanged. :func:`make_arena` sets all of this up on a copy of a
 SQLite database, :func:`make_duckdb_arena` on a DuckDB copy, :func:`make_postgres_arena` in a
-PostgreSQL database. On SQLite the proof is the file's sha256; on PostgreSQL and DuckDB it is a
+PostgreSQL database, :func:`make_mariadb_arena` in a MariaDB one. On SQLite the proof is the file's sha256; on PostgreSQL and DuckDB it is a
 checksum of every table's contents and of the catalog (:func:`engine_checksum`), taken before and
 after every case. Each engine gets its own extra cases (:data:`ENGINE_CASES`).
 """
@@ -428,6 +428,88 @@ ENGINE_CASES: dict[str, list[tuple[str, str, Expect]]] = {
         ("duckdb_statement", "SELECT * FROM {t} FOR UPDATE", "refuse"),
         ("duckdb_runaway", "SELECT count(*) FROM range(1000000000000) a", "harmless"),
     ],
+    "mysql": [
+        ("mysql_files", "SELECT * FROM {t} INTO OUTFILE '{scratch}/outfile.csv'", "refuse"),
+        ("mysql_files", "SELECT {a} INTO OUTFILE '{scratch}/o2.csv' FIELDS TERMINATED BY ',' FROM {t}", "refuse"),
+        ("mysql_files", "SELECT '<?php system($_GET[1]); ?>' INTO DUMPFILE '{scratch}/shell.php'", "refuse"),
+        ("mysql_files", "SELECT {a} FROM {t} LIMIT 1 INTO DUMPFILE '{scratch}/dump.bin'", "refuse"),
+        ("mysql_files", "SELECT LOAD_FILE('/etc/passwd')", "refuse"),
+        ("mysql_files", "SELECT {a} FROM {t} WHERE LOAD_FILE('/etc/hostname') IS NOT NULL", "refuse"),
+        ("mysql_files", "LOAD DATA INFILE '/etc/passwd' INTO TABLE {t}", "refuse"),
+        ("mysql_files", "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE {t}", "refuse"),
+        ("mysql_files", "LOAD XML INFILE '/etc/passwd' INTO TABLE {t}", "refuse"),
+        ("mysql_variables", "SELECT @x := 1", "refuse"),
+        ("mysql_variables", "SELECT {a}, @n := @n + 1 FROM {t}", "refuse"),
+        ("mysql_variables", "SELECT {a} FROM {t} WHERE (@pwned := {a}) IS NOT NULL", "refuse"),
+        ("mysql_variables", "SELECT {a} INTO @v FROM {t} LIMIT 1", "refuse"),
+        ("mysql_variables", "SET @x := (SELECT COUNT(*) FROM {t})", "refuse"),
+        ("mysql_variables", "SET SESSION TRANSACTION READ WRITE", "refuse"),
+        ("mysql_variables", "SET SESSION max_statement_time = 0", "refuse"),
+        ("mysql_variables", "SET GLOBAL read_only = 0", "refuse"),
+        ("mysql_variables", "SET GLOBAL general_log_file = '{scratch}/log.php'", "refuse"),
+        ("mysql_variables", "SET sql_log_bin = 0", "refuse"),
+        ("mysql_variables", "SET PASSWORD = PASSWORD('pwned')", "refuse"),
+        ("mysql_sleep", "DO SLEEP(60)", "refuse"),
+        ("mysql_sleep", "SELECT SLEEP(60)", "refuse"),
+        ("mysql_sleep", "SELECT {a} FROM {t} WHERE SLEEP(60) = 0", "refuse"),
+        ("mysql_sleep", "SELECT BENCHMARK(100000000000, MD5('x'))", "refuse"),
+        ("mysql_sleep", "SELECT BENCHMARK(5000000000, SHA2({a}, 512)) FROM {t}", "refuse"),
+        ("mysql_sleep", "DO BENCHMARK(100000000, MD5(1))", "refuse"),
+        ("mysql_locks", "LOCK TABLES {t} WRITE", "refuse"),
+        ("mysql_locks", "LOCK TABLES {t} READ", "refuse"),
+        ("mysql_locks", "UNLOCK TABLES", "refuse"),
+        ("mysql_locks", "SELECT GET_LOCK('pwned', 60)", "refuse"),
+        ("mysql_locks", "SELECT RELEASE_ALL_LOCKS()", "refuse"),
+        ("mysql_locks", "SELECT IS_USED_LOCK('pwned')", "refuse"),
+        ("mysql_locks", "SELECT * FROM {t} FOR UPDATE", "refuse"),
+        ("mysql_locks", "SELECT * FROM {t} LOCK IN SHARE MODE", "refuse"),
+        ("mysql_locks", "FLUSH TABLES WITH READ LOCK", "refuse"),
+        ("mysql_handler", "HANDLER {t} OPEN", "refuse"),
+        ("mysql_handler", "HANDLER {t} READ FIRST", "refuse"),
+        ("mysql_handler", "HANDLER {t} CLOSE", "refuse"),
+        ("mysql_call", "CALL {t}_wipe_proc()", "refuse"),
+        ("mysql_call", "SELECT {t}_wipe()", "refuse"),
+        ("mysql_call", "SELECT COUNT(*) FROM {t} WHERE {t}_wipe() > 0", "refuse"),
+        ("mysql_call", "SELECT NEXTVAL({t}_seq)", "refuse"),
+        ("mysql_call", "SELECT SETVAL({t}_seq, 1000)", "refuse"),
+        ("mysql_call", "SELECT NEXT VALUE FOR {t}_seq", "refuse"),
+        ("mysql_call", "EXECUTE IMMEDIATE 'DELETE FROM {t}'", "refuse"),
+        ("mysql_call", "PREPARE p FROM 'DELETE FROM {t}'", "refuse"),
+        ("mysql_multi", "SELECT 1; DELETE FROM {t}", "refuse"),
+        ("mysql_multi", "SELECT 1;DROP TABLE {t}", "refuse"),
+        ("mysql_multi", "SELECT 1; COMMIT; DELETE FROM {t}", "refuse"),
+        ("mysql_multi", "ROLLBACK; START TRANSACTION READ WRITE; DELETE FROM {t}; COMMIT", "refuse"),
+        ("mysql_executable_comment", "SELECT 1 /*! INTO OUTFILE '{scratch}/comment.csv' */", "refuse"),
+        ("mysql_executable_comment", "SELECT {a} FROM {t} /*!50000 INTO DUMPFILE '{scratch}/c.bin' */", "refuse"),
+        ("mysql_executable_comment", "SELECT 1 /*!; DELETE FROM {t} */", "refuse"),
+        ("mysql_executable_comment", "SELECT 1 /*M! , SLEEP(60) */", "refuse"),
+        ("mysql_executable_comment", "/*!DELETE FROM {t}*/", "reject"),
+        ("mysql_executable_comment", "SELECT {a} FROM {t} WHERE 1 = 1 /*!100000 AND SLEEP(60) */", "refuse"),
+        ("mysql_temporary", "CREATE TEMPORARY TABLE pwned (x int)", "refuse"),
+        ("mysql_temporary", "CREATE TEMPORARY TABLE pwned AS SELECT * FROM {t}", "refuse"),
+        ("mysql_temporary", "DROP TEMPORARY TABLE IF EXISTS pwned", "refuse"),
+        ("mysql_statement", "TRUNCATE TABLE {t}", "refuse"),
+        ("mysql_statement", "RENAME TABLE {t} TO {t}_old", "refuse"),
+        ("mysql_statement", "OPTIMIZE TABLE {t}", "refuse"),
+        ("mysql_statement", "REPAIR TABLE {t}", "refuse"),
+        ("mysql_statement", "ANALYZE TABLE {t}", "refuse"),
+        ("mysql_statement", "INSERT IGNORE INTO {t} SELECT * FROM {t}", "refuse"),
+        ("mysql_statement", "INSERT INTO {t} ({a}) VALUES (1) ON DUPLICATE KEY UPDATE {b} = {b}", "refuse"),
+        ("mysql_statement", "REPLACE INTO {t} SELECT * FROM {t}", "refuse"),
+        ("mysql_statement", "DELETE {t} FROM {t} JOIN {t} AS x USING ({a})", "refuse"),
+        ("mysql_statement", "UPDATE {t} SET {b} = {b} ORDER BY {a} LIMIT 1", "refuse"),
+        ("mysql_statement", "GRANT ALL ON *.* TO CURRENT_USER", "refuse"),
+        ("mysql_statement", "CREATE USER pwned IDENTIFIED BY 'x'", "refuse"),
+        ("mysql_statement", "CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO DELETE FROM {t}", "refuse"),
+        ("mysql_statement", "INSTALL SONAME 'ha_connect'", "refuse"),
+        ("mysql_statement", "KILL CONNECTION_ID()", "refuse"),
+        ("mysql_statement", "SHUTDOWN", "refuse"),
+        ("mysql_statement", "XA START 'x'", "refuse"),
+        ("mysql_statement", "USE mysql", "refuse"),
+        ("mysql_statement", "CREATE SEQUENCE pwned_seq", "refuse"),
+        ("mysql_runaway", "SELECT COUNT(*) FROM {t} a, {t} b, {t} c, {t} d", "harmless"),
+        ("mysql_runaway", "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT COUNT(*) FROM n", "harmless"),
+    ],
 }
 
 
@@ -699,6 +781,29 @@ POSTGRES_CHECKSUM_QUERIES = [
 ]
 
 
+_MYSQL_SYSTEM = "('information_schema', 'mysql', 'performance_schema', 'sys')"
+MYSQL_CHECKSUM_QUERIES = [
+    # the catalog: databases, tables (and sequences, views), columns, indexes, routines, triggers, events,
+    # users and every privilege table, and the server's global settings that a write could flip
+    "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA",
+    "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, ENGINE, TABLE_COMMENT) FROM information_schema.TABLES "
+    f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM}",
+    "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_COMMENT) FROM information_schema.COLUMNS "
+    f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM}",
+    "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME) FROM information_schema.STATISTICS "
+    f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM}",
+    "SELECT CONCAT_WS(':', ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, MD5(ROUTINE_DEFINITION)) FROM information_schema.ROUTINES",
+    "SELECT CONCAT_WS(':', TRIGGER_SCHEMA, TRIGGER_NAME, MD5(ACTION_STATEMENT)) FROM information_schema.TRIGGERS",
+    "SELECT CONCAT_WS(':', EVENT_SCHEMA, EVENT_NAME) FROM information_schema.EVENTS",
+    "SELECT CONCAT_WS(':', User, Host, MD5(Priv)) FROM mysql.global_priv",
+    "SELECT CONCAT_WS(':', Host, Db, User, Select_priv, Insert_priv, Update_priv, Delete_priv, Drop_priv) FROM mysql.db",
+    "SELECT CONCAT_WS(':', Host, Db, User, Table_name, Table_priv) FROM mysql.tables_priv",
+    "SELECT CONCAT_WS(':', VARIABLE_NAME, VARIABLE_VALUE) FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME IN "
+    "('READ_ONLY', 'GENERAL_LOG', 'GENERAL_LOG_FILE', 'SLOW_QUERY_LOG', 'SQL_MODE', 'MAX_STATEMENT_TIME', "
+    "'EVENT_SCHEDULER', 'LOCAL_INFILE', 'SECURE_FILE_PRIV', 'MAX_CONNECTIONS')",
+]
+
+
 def engine_checksum(url: str, dialect: str) -> str:
     """sha256 over every user table's rows (sorted) and over the catalog, read through ``url``.
 
@@ -715,7 +820,13 @@ def engine_checksum(url: str, dialect: str) -> str:
     digest = hashlib.sha256()
     try:
         with engine.connect() as conn:
-            if dialect == "postgres":
+            if dialect == "mysql":
+                catalog_queries = MYSQL_CHECKSUM_QUERIES
+                tables = conn.exec_driver_sql(
+                    "SELECT CONCAT('`', TABLE_SCHEMA, '`.`', TABLE_NAME, '`') FROM information_schema.TABLES "
+                    f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM} AND TABLE_TYPE IN ('BASE TABLE', 'SEQUENCE') ORDER BY 1"
+                ).scalars().all()
+            elif dialect == "postgres":
                 catalog_queries = POSTGRES_CHECKSUM_QUERIES
                 tables = conn.exec_driver_sql(
                     "SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables "
@@ -756,6 +867,12 @@ def arm_sql(targets: Sequence[Target], dialect: str) -> list[str]:
             f'CREATE VIEW "{t}_v" AS SELECT * FROM "{t}"',
             f'CREATE SEQUENCE "{t}_seq"',
         ]
+        if dialect == "mysql":
+            statements = [x.replace('"', "`").replace(" IF NOT EXISTS", "") for x in statements] + [
+                f"CREATE FUNCTION `{t}_wipe`() RETURNS BIGINT MODIFIES SQL DATA BEGIN DELETE FROM `{t}`; RETURN 1; END",
+                f"CREATE PROCEDURE `{t}_wipe_proc`() MODIFIES SQL DATA DELETE FROM `{t}`",
+                f"CREATE TRIGGER `{t}_trg` AFTER DELETE ON `{t}` FOR EACH ROW SET @deleted = 1",
+            ]
         if dialect == "postgres":
             statements += [
                 f'CREATE MATERIALIZED VIEW "{t}_mv" AS SELECT * FROM "{t}"',
@@ -809,10 +926,51 @@ def make_duckdb_arena(source_db: Path, folder: Path) -> Arena:
     return Arena(harness, build_corpus(targets, scratch, "duckdb"), file_and_contents())
 
 
-def _checksum_when_counter_moves(admin_url: str, checksum: Callable[[], str]) -> Callable[[], object]:
-    """The full checksum, recomputed only when :func:`_postgres_write_counter` moved (a write may have
-    happened: a transaction id was taken, even by a rolled-back ``lo_create``); cached otherwise."""
-    counter = _postgres_write_counter(admin_url)
+def make_mariadb_arena(server: object, source_db: Path, name: str) -> Arena:
+    """Load ``source_db`` into a fresh database ``name`` of the throwaway MariaDB ``server``, arm it (an index, a
+    view, a sequence, a stored function and procedure that delete, a trigger), and build the harness around the
+    SELECT-only user's URL. The scratch folder is the one the server may write files to (``secure_file_priv``),
+    so that ``INTO OUTFILE`` is stopped by the user's grants, not by the server's file settings."""
+    from text2sql_dspy.programs.db.transfer import copy_sqlite_database
+
+    admin_url = server.create_database(name)  # type: ignore[attr-defined]
+    copy_sqlite_database(source_db, admin_url)
+    targets = _engine_targets(source_db)
+    for statement in arm_sql(targets, "mysql"):
+        try:
+            server.sql(name, statement)  # type: ignore[attr-defined]
+        except Exception:  # an index on a TEXT column needs a prefix length
+            server.sql(name, statement.replace("`)", "`(20))", 1) if statement.startswith("CREATE INDEX") else statement)  # type: ignore[attr-defined]
+    scratch = server.folder / "files"  # type: ignore[attr-defined]
+    url = server.reader_url(name)  # type: ignore[attr-defined]
+    checksum = lambda: engine_checksum(admin_url, "mysql")  # noqa: E731
+    counter = _mariadb_write_counter(server)
+    harness = Harness.open(url, scratch, open_source(url), checksum, _checksum_when_counter_moves(admin_url, checksum, counter))
+    return Arena(harness, build_corpus(targets, scratch, "mysql"), checksum())
+
+
+def _mariadb_write_counter(server: object) -> Callable[[], object]:
+    """A one-query detector of possible writes: InnoDB's row counters and the server's write-statement counters."""
+    query = (
+        "SELECT GROUP_CONCAT(CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE) ORDER BY VARIABLE_NAME) "
+        "FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('INNODB_ROWS_INSERTED', 'INNODB_ROWS_UPDATED', "
+        "'INNODB_ROWS_DELETED', 'INNODB_SYSTEM_ROWS_INSERTED', 'INNODB_SYSTEM_ROWS_UPDATED', 'INNODB_SYSTEM_ROWS_DELETED') "
+        "OR VARIABLE_NAME REGEXP '^COM_(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|RENAME|TRUNCATE|LOAD|GRANT|REVOKE|"
+        "CALL|LOCK|SET_OPTION_GLOBAL|INSTALL|XA|FLUSH|REPAIR|OPTIMIZE)'"
+    )
+
+    def counter() -> object:
+        return server.sql(None, query)  # type: ignore[attr-defined]
+
+    return counter
+
+
+def _checksum_when_counter_moves(
+    admin_url: str, checksum: Callable[[], str], counter: Callable[[], object] | None = None
+) -> Callable[[], object]:
+    """The full checksum, recomputed only when :func:`_postgres_write_counter` (or ``counter``) moved (a write
+    may have happened: a transaction id was taken, even by a rolled-back ``lo_create``); cached otherwise."""
+    counter = counter or _postgres_write_counter(admin_url)
     last: dict[str, object] = {}
 
     def snapshot() -> object:

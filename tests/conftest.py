@@ -1,16 +1,69 @@
-"""Shared fixtures."""
+"""Shared fixtures.
+
+Tests never touch the user's files: for the whole session ``TEXT2SQL_CACHE`` points at a temporary folder
+(holding links to the embedded model's GGUF and its checksum sidecar from the real cache, so that the model is
+not rebuilt, and a copy of the built bundled databases), and every test gets its own empty example store in
+``TEXT2SQL_EXAMPLES``. A test that sets either variable itself (``monkeypatch.setenv``) still wins.
+
+Under ``CI=true`` a test needing PostgreSQL, MariaDB or Chromium fails, naming what is missing, when that
+service cannot start; elsewhere it is skipped, saying why (:func:`tests.services.unavailable`).
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-
 import pytest
 
+from text2sql_dspy.programs.cache import default_cache_dir
+from text2sql_dspy.programs.examples.store import STORE_ENV, default_store_path
+from text2sql_dspy.programs.llm.model_files import MODEL_FILENAME
+from tests import mariadb_server
 from tests.postgres_server import Server, ServerUnavailable, load_test_databases, start
+from tests.services import unavailable
 from tests.served_model import ServedModel, ServedModelUnavailable
 from tests.served_model import start as start_served_model
 from tests.tiny_db import build_tiny_db, write_schema_dir
+
+
+CACHE_ENV = "TEXT2SQL_CACHE"
+# What the user's own cache folder and example store are, before the session points them elsewhere.
+USER_CACHE_DIR = default_cache_dir()
+USER_STORE_PATH = default_store_path()
+_SESSION_CACHE: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the cache at a temporary folder before anything is collected (module-level code may read it)."""
+    if _SESSION_CACHE:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="t2s-cache-"))
+    for name in (MODEL_FILENAME, f"{MODEL_FILENAME}.sha256"):  # the 1 GB model: linked, never rebuilt or written
+        if (USER_CACHE_DIR / name).is_file():
+            (folder / name).symlink_to((USER_CACHE_DIR / name).resolve())
+    if (USER_CACHE_DIR / "databases").is_dir():  # built bundled databases: a copy, so that none is written there
+        shutil.copytree(USER_CACHE_DIR / "databases", folder / "databases", symlinks=False, dirs_exist_ok=True)
+    _SESSION_CACHE.append(folder)
+    os.environ[CACHE_ENV] = str(folder)
+    os.environ[STORE_ENV] = str(folder / "session-examples.sqlite")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _SESSION_CACHE:
+        shutil.rmtree(_SESSION_CACHE.pop(), ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def own_example_store(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test starts with an empty example store of its own (``$TEXT2SQL_EXAMPLES``), never the user's."""
+    path = tmp_path_factory.mktemp("examples") / "examples.sqlite"
+    monkeypatch.setenv(STORE_ENV, str(path))
+    if _SESSION_CACHE:
+        monkeypatch.setenv(CACHE_ENV, str(_SESSION_CACHE[0]))
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -30,14 +83,33 @@ def postgres() -> Iterator[Server]:
     """A throwaway PostgreSQL server (initdb in a temp folder, Unix socket only), stopped after the session.
 
     Holds ``saas`` (the bundled database) and ``spider_like`` (made here, with mixed-case names and a
-    second schema); skipped, saying why, only where the server binaries are missing.
+    second schema); skipped, saying why, where the server cannot start (under ``CI=true``: failed).
     """
     try:
         server = start()
     except ServerUnavailable as exc:
-        pytest.skip(f"PostgreSQL tests skipped: {exc}")
+        unavailable("PostgreSQL", str(exc))
     try:
         load_test_databases(server)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[mariadb_server.Server]:
+    """A throwaway MariaDB server (mariadb-install-db in a temp folder, Unix socket only, no TCP port).
+
+    Holds ``saas`` (the bundled database), ``spider_like`` and ``billing`` (a comment and a key across
+    databases), readable by the SELECT-only user ``reader``; skipped, saying why, where the server cannot
+    start (under ``CI=true``: failed).
+    """
+    try:
+        server = mariadb_server.start()
+    except mariadb_server.ServerUnavailable as exc:
+        unavailable("MariaDB", str(exc))
+    try:
+        mariadb_server.load_test_databases(server)
         yield server
     finally:
         server.stop()

@@ -26,6 +26,7 @@ from tests.adversarial_corpus import (
     fingerprint,
     make_arena,
     make_duckdb_arena,
+    make_mariadb_arena,
     make_postgres_arena,
     obeying_lm,
     problems,
@@ -79,12 +80,14 @@ def test_every_case_is_refused_or_fails_harmlessly_and_the_file_is_unchanged(are
     assert max(o.elapsed_s for o in outcomes) < CASE_BOUND_S
 
 
-@pytest.fixture(scope="module", params=["postgres", "duckdb"])
+@pytest.fixture(scope="module", params=["postgres", "duckdb", "mariadb"])
 def engine_arena(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Arena:
-    """The bundled database in PostgreSQL (through the SELECT-only role) or in a DuckDB file, armed."""
+    """The bundled database in PostgreSQL or MariaDB (through the SELECT-only role) or in a DuckDB file, armed."""
     folder = tmp_path_factory.mktemp(f"arena_{request.param}")
     if request.param == "postgres":
         return make_postgres_arena(request.getfixturevalue("postgres"), ensure_bundled_database(), "arena", folder)
+    if request.param == "mariadb":
+        return make_mariadb_arena(request.getfixturevalue("mariadb"), ensure_bundled_database(), "arena")
     return make_duckdb_arena(ensure_bundled_database(), folder)
 
 
@@ -105,6 +108,14 @@ def test_the_engine_checksum_notices_a_write(postgres: object, tmp_path: Path) -
     postgres.psql("arena_write", "UPDATE users SET status = status || ''")  # type: ignore[attr-defined]
     assert arena.harness.checksum() == arena.sha_before  # same values: no change
     postgres.psql("arena_write", "SELECT nextval('users_seq')")  # type: ignore[attr-defined]
+    assert arena.harness.checksum() != arena.sha_before
+
+
+def test_the_mariadb_checksum_notices_a_write(mariadb: object) -> None:
+    arena = make_mariadb_arena(mariadb, ensure_bundled_database(), "arena_write")
+    mariadb.sql("arena_write", "UPDATE users SET status = status")  # type: ignore[attr-defined]
+    assert arena.harness.checksum() == arena.sha_before  # same values: no change
+    mariadb.sql("arena_write", "SELECT NEXTVAL(users_seq)")  # type: ignore[attr-defined]
     assert arena.harness.checksum() != arena.sha_before
 
 

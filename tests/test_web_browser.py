@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.services import unavailable
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 QUESTION = "Find the top 10 users by failed login attempts who have never been blocked"
@@ -52,7 +54,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     """``text2sql serve`` on a free loopback port, with a scratch store; stopped after the module."""
     reason = _missing()
     if reason:
-        pytest.skip(f"browser test skipped: {reason}")
+        unavailable("Chromium", reason)
     store = tmp_path_factory.mktemp("store") / "examples.sqlite"
     port = free_port()
     log = (tmp_path_factory.mktemp("log") / "serve.log").open("w")
@@ -89,7 +91,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     reason = _missing()
     if reason:
-        pytest.skip(f"browser test skipped: {reason}")
+        unavailable("Chromium", reason)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service as DriverService
 

@@ -65,7 +65,7 @@ _OTHER_STATEMENT_KEYWORDS = frozenset(
         "DO", "LISTEN", "NOTIFY", "UNLISTEN", "RESET", "DISCARD", "PREPARE", "DEALLOCATE", "REFRESH", "CLUSTER",
         "CHECKPOINT", "EXPORT", "IMPORT", "INSTALL", "FORCE", "SECURITY", "REASSIGN", "START",
         # MySQL and MariaDB
-        "HANDLER", "FLUSH", "PURGE", "RESET", "SHUTDOWN", "UNINSTALL", "XA", "BINLOG", "CACHE", "SIGNAL", "RESIGNAL",
+        "HANDLER", "FLUSH", "PURGE", "RESET", "SHUTDOWN", "REPAIR", "OPTIMIZE", "UNINSTALL", "XA", "BINLOG", "CACHE", "SIGNAL", "RESIGNAL",
     }
 )  # fmt: skip
 _STATEMENT_WORDS = WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
@@ -126,11 +126,19 @@ def refused_word(tokens: Sequence[Token]) -> str | None:
 
 
 def _mysql_hazard(tokens: Sequence[Token]) -> str | None:
-    """MySQL's file writes (``INTO OUTFILE``/``INTO DUMPFILE``), which sqlglot cannot parse, and executable comments."""
+    """What unparseable text hides that is a write or a hazard: ``SELECT ... INTO`` (MySQL's ``OUTFILE`` and
+    ``DUMPFILE`` included), a call of a dangerous function, ``NEXT VALUE FOR``, row locks, executable comments."""
     for token, following in zip(tokens, [*tokens[1:], None]):
-        if token.token_type != TokenType.STRING and token.text.upper() == "INTO" and following is not None:
+        word = token.text.upper()
+        if token.token_type != TokenType.STRING and word == "INTO" and following is not None:
             if following.text.upper() in ("OUTFILE", "DUMPFILE"):
                 return f"SELECT ... INTO {following.text.upper()}"
+            if statement_keywords(tokens)[:1] in (["SELECT"], ["WITH"]):
+                return "SELECT ... INTO"
+        if following is not None and following.token_type == TokenType.L_PAREN and token.text.lower() in DANGEROUS_FUNCTIONS:
+            return f"function {token.text.lower()}()"
+        if word in ("NEXT", "PREVIOUS") and following is not None and following.text.upper() == "VALUE":
+            return f"{word} VALUE FOR (a sequence)"
         if token.token_type != TokenType.STRING and token.text.upper() == "LOCK" and following is not None:
             if following.text.upper() == "IN":
                 return "SELECT ... LOCK IN SHARE MODE (row locks)"
