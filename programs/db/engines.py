@@ -9,7 +9,8 @@ Both are read-only by the engine's own guarantees, not by trusting the validator
   (:class:`RoleCanWriteWarning`) when the role could write, so that users give it a SELECT-only role.
 * **MySQL and MariaDB** (PyMySQL): one statement per call (the client never asks for multi-statements,
   and text with an executable comment ``/*! ... */`` is refused before it is sent); every query runs in its
-  own ``START TRANSACTION READ ONLY`` under a statement time limit (``max_statement_time`` on MariaDB,
+  own ``START TRANSACTION READ ONLY`` (the session's default read-only too, since DDL commits the open
+  transaction and runs in a new one) under a statement time limit (``max_statement_time`` on MariaDB,
   ``max_execution_time`` on MySQL, and ``KILL QUERY`` from a second connection as a backstop), and is
   rolled back. Opening warns (:class:`RoleCanWriteWarning`) when ``SHOW GRANTS`` says the role could write.
 * **DuckDB** (duckdb-engine): the file is opened ``read_only=True`` with external access (files, network,
@@ -289,6 +290,8 @@ class MySQLDatabase(EngineDatabase):
             try:
                 with raw.cursor() as setup:
                     setup.execute(limit)
+                    # the session's default too: DDL commits the open transaction and runs in a new one
+                    setup.execute("SET SESSION TRANSACTION READ ONLY")
                     setup.execute("START TRANSACTION READ ONLY")
                 cursor = raw.cursor(pymysql.cursors.SSCursor)  # rows streamed, never all held
                 watchdog.start()
