@@ -74,6 +74,8 @@ def evaluate(args: argparse.Namespace) -> int:
         run["evidence"] = "on"
     if args.values == "off":
         run["values"] = "off"
+    if args.docs:
+        run["docs"] = str(Path(args.docs).resolve())
     if args.examples:
         run["examples"] = str(Path(args.examples).resolve())
     _check_resumable(out, run)
