@@ -449,6 +449,7 @@ ENGINE_CASES: dict[str, list[tuple[str, str, Expect]]] = {
         ("mysql_variables", "SET GLOBAL general_log_file = '{scratch}/log.php'", "refuse"),
         ("mysql_variables", "SET sql_log_bin = 0", "refuse"),
         ("mysql_variables", "SET PASSWORD = PASSWORD('pwned')", "refuse"),
+        ("mysql_variables", "ALTER USER CURRENT_USER() IDENTIFIED BY 'pwned'", "refuse"),
         ("mysql_sleep", "DO SLEEP(60)", "refuse"),
         ("mysql_sleep", "SELECT SLEEP(60)", "refuse"),
         ("mysql_sleep", "SELECT {a} FROM {t} WHERE SLEEP(60) = 0", "refuse"),
@@ -956,8 +957,9 @@ def _mariadb_write_counter(server: object) -> Callable[[], object]:
         "FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('INNODB_ROWS_INSERTED', 'INNODB_ROWS_UPDATED', "
         "'INNODB_ROWS_DELETED', 'INNODB_SYSTEM_ROWS_INSERTED', 'INNODB_SYSTEM_ROWS_UPDATED', 'INNODB_SYSTEM_ROWS_DELETED') "
         "OR VARIABLE_NAME REGEXP '^COM_(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|RENAME|TRUNCATE|LOAD|GRANT|REVOKE|"
-        "CALL|LOCK|SET_OPTION_GLOBAL|INSTALL|XA|FLUSH|REPAIR|OPTIMIZE)'"
+        "CALL|LOCK|SET_OPTION_GLOBAL|SET_PASSWORD|INSTALL|XA|FLUSH|REPAIR|OPTIMIZE)'"
     )
+    query = f"SELECT ({query}), (SELECT MD5(GROUP_CONCAT(CONCAT_WS(':', User, Host, Priv))) FROM mysql.global_priv)"
 
     def counter() -> object:
         return server.sql(None, query)  # type: ignore[attr-defined]

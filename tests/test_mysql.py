@@ -246,3 +246,15 @@ def test_text2sql_ask_with_a_mysql_url_prints_and_runs_the_answer(mariadb: Serve
     out = capsys.readouterr().out
     expected = open_database(bundled_database_file()).execute(sql).rows[0][0]
     assert code == 0 and out.splitlines()[0].startswith(sql) and str(expected) in out, out
+
+
+def test_a_user_cannot_change_its_own_password_through_the_executor(mariadb: Server) -> None:
+    """MariaDB lets SET PASSWORD through a READ ONLY transaction: the executor sends only queries."""
+    before = engine_checksum(mariadb.url("saas"), "mysql")
+    database = open_database(mariadb.reader_url("saas"))
+    for sql in ("SET PASSWORD = PASSWORD('pwned')", "/* x */ ALTER USER CURRENT_USER() IDENTIFIED BY 'pwned'",
+                "KILL CONNECTION_ID()"):
+        result = database.execute(sql)
+        assert not result.ok and result.denied, result
+    assert database.execute("SELECT 1").rows == [(1,)]
+    assert engine_checksum(mariadb.url("saas"), "mysql") == before

@@ -7,8 +7,9 @@ Both are read-only by the engine's own guarantees, not by trusting the validator
   ``SET LOCAL statement_timeout`` and ``lock_timeout``, through the extended protocol (one statement, never
   ``SELECT 1; COMMIT; DROP ...``), and is rolled back afterwards. Opening warns
   (:class:`RoleCanWriteWarning`) when the role could write, so that users give it a SELECT-only role.
-* **MySQL and MariaDB** (PyMySQL): one statement per call (the client never asks for multi-statements,
-  and text with an executable comment ``/*! ... */`` is refused before it is sent); every query runs in its
+* **MySQL and MariaDB** (PyMySQL): one statement per call (the client never asks for multi-statements),
+  and only a query is sent: text that starts with no ``SELECT``/``WITH`` (a read-only transaction still lets
+  ``SET PASSWORD`` through) or holds an executable comment ``/*! ... */`` is refused before it is sent; every query runs in its
   own ``START TRANSACTION READ ONLY`` (the session's default read-only too, since DDL commits the open
   transaction and runs in a new one) under a statement time limit (``max_statement_time`` on MariaDB,
   ``max_execution_time`` on MySQL, and ``KILL QUERY`` from a second connection as a backstop), and is
@@ -240,6 +241,20 @@ _MYSQL_READ_PRIVILEGES = frozenset({"SELECT", "USAGE", "SHOW VIEW", "SHOW DATABA
 MYSQL_MIN_VERSIONS = {"MySQL": (5, 6, 5), "MariaDB": (10, 0, 0)}  # START TRANSACTION READ ONLY
 
 
+_MYSQL_QUERY_STARTS = frozenset({"SELECT", "WITH", "(", "VALUES", "TABLE"})
+
+
+def _first_word(sql: str) -> str:
+    """The first token of ``sql`` as MySQL reads it (comments skipped), upper-cased; '' if it cannot be read."""
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        tokens = Dialect.get_or_raise("mysql").tokenize(sql[:2000])
+    except Exception:
+        return ""
+    return tokens[0].text.upper() if tokens else ""
+
+
 class QueryRefused(Exception):
     """The executor refused to send a query to the engine (counted as denied)."""
 
@@ -274,6 +289,9 @@ class MySQLDatabase(EngineDatabase):
     def _run(self, sql: str, timeout: float, cap: int) -> tuple[list[str], list[tuple]]:
         if has_executable_comment(sql):
             raise QueryRefused("refused: an executable comment (/*! ... */) runs its text as SQL")
+        first = _first_word(sql)
+        if first not in _MYSQL_QUERY_STARTS:  # a READ ONLY transaction still lets SET PASSWORD, KILL ... through
+            raise QueryRefused(f"refused: only a query (SELECT, WITH) is sent to the server, not {first or 'this text'}")
         import pymysql.cursors
 
         with self.engine.connect() as conn:
