@@ -128,3 +128,32 @@ def test_a_stored_pair_changes_the_answer(local_lm: dspy.LM, tiny_db, tiny_schem
     rows = learner.source().database.execute(with_pair)
     assert rows.ok and sorted(r[0] for r in rows.rows) == ["ann@acme.test", "bob@acme.test"], with_pair
     assert "organization_id = 1" in with_pair and "organization_id = 1" not in without, (without, with_pair)
+
+
+def test_a_looked_up_value_turns_a_wrong_answer_into_a_right_one(tmp_path) -> None:
+    """"Salford" is no stored value: areas are 'Salford 000A'... The schema's three sample values lead the model to
+    name those three; the value lookup shows every 'Salford ...' area, and the count comes out right."""
+    import sqlite3
+
+    from text2sql_dspy import make_program
+    from text2sql_dspy.programs.db.database import open_database
+    from text2sql_dspy.programs.llm.factory import build_lm
+
+    path = tmp_path / "crimes.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE crime (id INTEGER PRIMARY KEY, lsoa_name TEXT, crime_type TEXT, outcome TEXT)")
+    conn.executemany("INSERT INTO crime (lsoa_name, crime_type, outcome) VALUES (?, 'Burglary', 'Under investigation')",
+                     [(f"{town} {i:03d}{'AB'[i % 2]}",) for town in ("Salford", "Bolton", "Wigan") for i in range(12)])
+    conn.commit()
+    conn.close()
+    lm = build_lm("local")
+    question = "How many crimes were recorded in Salford?"
+    database = open_database(path)
+
+    def count(lookup: bool) -> object:
+        query = make_program("baseline", db_path=path, lm=lm, lookup_values=lookup).run(question)["query"]
+        result = database.execute(query)
+        return result.rows[0][0] if result.ok and result.rows else None
+
+    assert count(lookup=False) != 12  # the model guesses from the samples alone
+    assert count(lookup=True) == 12

@@ -39,14 +39,17 @@ __all__ = [
     "value_index",
 ]
 
-FORMAT = 1  # bump when the stored index's layout or the column rule changes
+FORMAT = 2  # bump when the stored index's layout or the column rule changes
 MAX_DISTINCT = 5_000  # values kept per column; a column with more is indexed incomplete
 NAME_WORDS = ("name", "title", "label")
-SHORT_TEXT = 25.0  # mean characters: longer is free text (descriptions, comments), not names
+SHORT_TEXT = 25.0  # mean characters: shorter is a name or a category, whatever the number of values
+FREE_TEXT = 40.0  # mean characters: longer is free text (descriptions, comments, messages), not a filter value
 FEW_DISTINCT = 100
 FUZZY_CUTOFF = 88.0
+EXTRA_WORDS = 3  # a value with more words than the phrase plus these contains it only in passing
 ALSO_MATCHED = 0.5  # added to a value's score for each further phrase of the question it matches
-WEAKER = 1.5  # a value scored this much below its column's best match is not shown
+WEAKER = 1.5
+MIN_SCORE = 2.0  # a column matched only by fuzzy single words or in passing is not shown  # a value scored this much below its column's best match is not shown
 MAX_COLUMNS_SHOWN = 6
 MAX_VALUES_SHOWN = 4
 _STOPWORDS = frozenset(
@@ -161,6 +164,8 @@ class ValueIndex:
         matches = []
         for column, found in scores.items():
             best = max(score for score, _ in found.values())
+            if best < MIN_SCORE:
+                continue
             kept = sorted((e for e, (score, _) in found.items() if score > best - WEAKER),
                           key=lambda e: (-found[e][0], len(self._entries[e][1]), self._entries[e][1]))
             phrases = {found[e][1] for e in kept}
@@ -179,8 +184,12 @@ class ValueIndex:
             exact = {e for e in contains if self._normal[e] == phrase}
             if exact:
                 yield exact, 2.0 + len(words)
-            if contains - exact:
-                yield contains - exact, 1.0 + len(words)
+            partly = contains - exact
+            close = {e for e in partly if len(self._normal[e].split()) <= len(words) + EXTRA_WORDS}
+            if close:  # the phrase is most of the value: 'salford' in 'salford 001a'
+                yield close, 1.0 + len(words)
+            if partly - close:  # a word of a longer text
+                yield partly - close, 0.5 + 0.5 * len(words)
         if len(phrase) >= 4:
             fuzzy = process.extract(phrase, self._normal, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=20)
             close = {i for _, _, i in fuzzy if self._normal[i] != phrase}
@@ -218,11 +227,12 @@ def indexed_columns(catalog: Catalog) -> list[tuple[str, Column]]:
 
 
 def keeps(values: list[str], column: Column) -> bool:
-    """CHESS's rule on what was read: a name column, short text, or few distinct values; never long free text."""
+    """CHESS's rule on what was read: a name column, short text, or few distinct values that are not free text."""
     if not values:
         return False
     mean = sum(len(v) for v in values) / len(values)
-    return any(w in column.name.lower() for w in NAME_WORDS) or mean < SHORT_TEXT or len(values) < FEW_DISTINCT
+    named = any(w in column.name.lower() for w in NAME_WORDS)
+    return named or mean < SHORT_TEXT or (len(values) < FEW_DISTINCT and mean <= FREE_TEXT)
 
 
 def build_value_index(database: Any, catalog: Catalog, *, progress: bool = True, timeout_s: float = 10.0) -> ValueIndex:
