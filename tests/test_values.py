@@ -60,12 +60,15 @@ def source(tmp_path: Path):
     ("Is the plant at Oi operational?", "plant.name", ("Ōi",)),
     ("How many are still under constrution?", "plant.status", ("Under Construction",)),  # a typo: fuzzy
     ("cases where the investigation is complete", "crime.outcome", ("Investigation complete; no suspect identified",)),
+    ("Between Salford and Wigan, which has more burglaries?", "crime.LSOA", ("Salford 001A", "Wigan 010C")),
 ])
 def test_a_question_finds_the_stored_values_like_its_words(source, question: str, column: str,
                                                            expected: tuple[str, ...]) -> None:
     matches = {f"{m.table}.{m.column}": m for m in value_index(source).lookup(question)}
     assert column in matches, render_matches(list(matches.values()))
-    assert matches[column].shown[: len(expected)] == expected
+    assert set(expected) <= set(matches[column].shown)
+    if len(expected) == 1 and len(matches[column].shown) > 1 and normalise(expected[0]) in normalise(question):
+        assert matches[column].shown[0] == expected[0]  # a value the question names exactly comes first
 
 
 def test_the_lookup_renders_per_column_and_says_how_many_more(source) -> None:

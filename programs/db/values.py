@@ -39,13 +39,14 @@ __all__ = [
     "value_index",
 ]
 
-FORMAT = 2  # bump when the stored index's layout or the column rule changes
+FORMAT = 3  # bump when the stored index's layout or the column rule changes
 MAX_DISTINCT = 5_000  # values kept per column; a column with more is indexed incomplete
 NAME_WORDS = ("name", "title", "label")
 SHORT_TEXT = 25.0  # mean characters: shorter is a name or a category, whatever the number of values
 FREE_TEXT = 40.0  # mean characters: longer is free text (descriptions, comments, messages), not a filter value
 FEW_DISTINCT = 100
 FUZZY_CUTOFF = 88.0
+NEAR_SPELLING = 90.0  # a fuzzy match this close counts as much as containing the phrase
 EXTRA_WORDS = 3  # a value with more words than the phrase plus these contains it only in passing
 ALSO_MATCHED = 0.5  # added to a value's score for each further phrase of the question it matches
 WEAKER = 1.5
@@ -149,30 +150,39 @@ class ValueIndex:
     def lookup(self, question: str, *, max_columns: int = MAX_COLUMNS_SHOWN) -> list[ValueMatch]:
         """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring).
 
-        Within a column, values matched much more weakly than its best (a fuzzy match beside an exact one) are dropped.
+        In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
+        ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
+        fuzzy match beside an exact one). A value matched by several phrases ranks higher.
         """
-        scores: dict[int, dict[int, tuple[float, str]]] = {}  # column -> entry -> (score, best phrase)
+        found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         for phrase in _phrases(question):
             for entries, score in self._matching(phrase):
                 for entry in entries:
-                    found = scores.setdefault(self._entries[entry][0], {})
-                    before, best_phrase = found.get(entry, (0.0, phrase))
-                    if score > before:  # the best phrase counts whole, each other phrase it matches a little
-                        found[entry] = (score + ALSO_MATCHED * bool(before), phrase)
-                    else:
-                        found[entry] = (before + ALSO_MATCHED, best_phrase)
-        matches = []
-        for column, found in scores.items():
-            best = max(score for score, _ in found.values())
-            if best < MIN_SCORE:
-                continue
-            kept = sorted((e for e, (score, _) in found.items() if score > best - WEAKER),
-                          key=lambda e: (-found[e][0], len(self._entries[e][1]), self._entries[e][1]))
-            phrases = {found[e][1] for e in kept}
-            owner = self.columns[column]
-            matches.append(ValueMatch(owner.table, owner.column, phrases.pop() if len(phrases) == 1 else "",
-                                      tuple(self._entries[e][1] for e in kept[:MAX_VALUES_SHOWN]), len(kept), best))
+                    found.setdefault(self._entries[entry][0], []).append((entry, score, phrase))
+        matches = [m for column, hits in found.items() if (m := self._column_match(column, hits)) is not None]
         return sorted(matches, key=lambda m: (-m.score, m.total))[:max_columns]
+
+    def _column_match(self, column: int, hits: list[tuple[int, float, str]]) -> ValueMatch | None:
+        exact = {phrase for entry, _, phrase in hits if self._normal[entry] == phrase}
+        hits = [h for h in hits if h[2] in exact or not any(f" {h[2]} " in f" {longer} " for longer in exact)]
+        best_of = {}
+        for _, score, phrase in hits:
+            best_of[phrase] = max(score, best_of.get(phrase, 0.0))
+        scores: dict[int, list[float]] = {}
+        for entry, score, phrase in hits:
+            if score > best_of[phrase] - WEAKER:
+                scores.setdefault(entry, []).append(score)
+        if not scores:
+            return None
+        ranked = {e: max(s) + ALSO_MATCHED * (len(s) - 1) for e, s in scores.items()}
+        best = max(ranked.values())
+        if best < MIN_SCORE:
+            return None
+        kept = sorted(ranked, key=lambda e: (-ranked[e], len(self._entries[e][1]), self._entries[e][1]))
+        phrases = {max((h for h in hits if h[0] == e), key=lambda h: h[1])[2] for e in kept}
+        owner = self.columns[column]
+        return ValueMatch(owner.table, owner.column, phrases.pop() if len(phrases) == 1 else "",
+                          tuple(self._entries[e][1] for e in kept[:MAX_VALUES_SHOWN]), len(kept), best)
 
     def _matching(self, phrase: str) -> Iterable[tuple[set[int], float]]:
         """Entries equal to, containing the words of, or fuzzily like ``phrase``, each with a score."""
@@ -192,9 +202,12 @@ class ValueIndex:
                 yield partly - close, 0.5 + 0.5 * len(words)
         if len(phrase) >= 4:
             fuzzy = process.extract(phrase, self._normal, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=20)
-            close = {i for _, _, i in fuzzy if self._normal[i] != phrase}
-            if close:
-                yield close, 0.5 + len(words)
+            near = {i for _, score, i in fuzzy if self._normal[i] != phrase and score >= NEAR_SPELLING}
+            other = {i for _, _, i in fuzzy if self._normal[i] != phrase} - near
+            if near:  # 'blonde' for 'Blond', 'aliens' for 'Alien'
+                yield near, 1.0 + len(words)
+            if other:
+                yield other, 0.5 + len(words)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "fingerprint": self.fingerprint,
