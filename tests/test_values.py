@@ -120,6 +120,11 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
     ("SELECT T1.id FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id", None),  # both have it: as written
     ("SELECT T1.nowhere FROM unit AS T1", None),  # no table has it: the validator reports it
     ("SELECT s.name FROM (SELECT name FROM plant) AS s", None),
+    # the column lives only in a table joined by a declared key: joined along it
+    ("SELECT T1.name FROM unit AS T1 WHERE T1.unit_name = 'Unit 1'",
+     "SELECT T2.name FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id WHERE T1.unit_name = 'Unit 1'"),
+    ("SELECT p.unit_name FROM plant AS p WHERE p.status = 'Operational'",
+     "SELECT unit.unit_name FROM plant AS p INNER JOIN unit AS unit ON p.id = unit.plant_id WHERE p.status = 'Operational'"),
 ])
 def test_a_column_on_the_wrong_table_moves_to_the_one_that_has_it(source, sql: str, expected: str | None) -> None:
     assert requalified(sql, source.catalog) == (expected or sql)
