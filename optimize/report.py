@@ -176,6 +176,8 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
     lines = [
         f"# Evaluation: {meta.get('data')} / {meta.get('split')} ({meta.get('questions')} questions)",
         "",
+        *([f"Evidence (the data's per-question hints): {meta['evidence']}; value lookup: {meta.get('value lookup', 'on')}.",
+           ""] if "evidence" in meta else []),
         "| Metric | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
     ]

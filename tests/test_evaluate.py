@@ -125,3 +125,21 @@ def test_a_tiny_sign_test_p_is_written_as_below_a_thousandth() -> None:
     text = markdown_report({"a": summarize(rows), "b": summarize(rows)},
                            {"paired": {"b": paired}, "written_at": "now"}, [])
     assert "| b | 13 | 0 | < 0.001 |" in text
+
+
+def test_evidence_reaches_the_prompt_as_a_hint_and_the_report_says_so(tmp_path: Path, tiny_db: Path) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    records = json.loads((data / "test.json").read_text())[:1]
+    records[0]["evidence"] = "suspended refers to status = 'suspended'"
+    (data / "test.json").write_text(json.dumps(records))
+    argv = ["--data", str(data), "--program", "baseline", "--retrieval", "keyword"]
+    for evidence, out in (("on", tmp_path / "on"), ("off", tmp_path / "off")):
+        lm = DummyLM([draft(QUESTIONS[0][1])])
+        with dspy.context(lm=lm):
+            assert evaluation.main([*argv, "--evidence", evidence, "--out", str(out)]) == 0
+        prompt = [m for m in lm.history[-1]["messages"] if m["role"] == "user"][-1]["content"]
+        shown = "Hint: suspended refers to status = 'suspended'" in prompt
+        assert shown == (evidence == "on")
+        record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
+        assert record.get("hint", "") == ("suspended refers to status = 'suspended'" if evidence == "on" else "")
+        assert f"Evidence (the data's per-question hints): {evidence};" in (out / "report.md").read_text()
