@@ -123,3 +123,19 @@ def test_a_prompt_too_long_for_the_model_is_one_error_line_naming_the_fix(capsys
 
     assert run_command(overflowing, argparse.Namespace()) == EXIT_USER_ERROR
     assert capsys.readouterr().err == f"error: {message.splitlines()[0]}\n"
+
+
+def test_ask_hint_reaches_the_drafting_prompt(capsys: pytest.CaptureFixture[str], tiny_db: Path) -> None:
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    from tests.fakes import draft
+
+    lm = DummyLM([draft("SELECT count(*) FROM users WHERE status = 'suspended'")])
+    with dspy.context(lm=lm):
+        code = main(["ask", "How many accounts are on hold?", "--db", str(tiny_db), "--program", "baseline",
+                     "--retrieval", "keyword", "--no-examples", "--hint", "on hold means status = 'suspended'"])
+    assert code == 0
+    prompt = [m for m in lm.history[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    assert "Hint: on hold means status = 'suspended'" in prompt
+    assert "SELECT count(*) FROM users WHERE status = 'suspended'" in capsys.readouterr().out
