@@ -45,13 +45,19 @@ def sampled(catalog: Catalog, database: Any, per_column: int = 3, max_chars: int
 
 def sample_query(table: str, column: str, limit: int, dialect: str) -> str:
     """``SELECT DISTINCT column ... LIMIT n`` in ``dialect``; outside SQLite over the first rows only."""
+    return distinct_query(table, column, limit, dialect, scan_rows=None if dialect == "sqlite" else SCAN_ROWS)
+
+
+def distinct_query(table: str, column: str, limit: int, dialect: str, *, scan_rows: int | None = None) -> str:
+    """``SELECT DISTINCT column FROM table WHERE column IS NOT NULL LIMIT n`` in ``dialect``, names quoted;
+    over the first ``scan_rows`` rows only, when given."""
     col = exp.column(column, quoted=True)
     source = exp.to_table(table, dialect=dialect)
     for part in source.parts:
         part.set("quoted", True)
     rows = exp.select(col).from_(source).where(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())))
-    if dialect != "sqlite":
-        rows = exp.select(col.copy()).from_(rows.limit(SCAN_ROWS).subquery("s"))
+    if scan_rows is not None:
+        rows = exp.select(col.copy()).from_(rows.limit(scan_rows).subquery("s"))
     return rows.distinct().limit(limit).sql(dialect=dialect)
 
 

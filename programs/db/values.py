@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz, process
-from sqlglot import exp
 from tqdm import tqdm
 
 from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.db.catalog import Catalog, Column
+from text2sql_dspy.programs.db.samples import distinct_query
 
 __all__ = [
     "ColumnValues", "ValueIndex", "ValueMatch", "build_value_index", "indexed_columns", "normalise", "render_matches",
@@ -265,16 +265,6 @@ def build_value_index(database: Any, catalog: Catalog, *, progress: bool = True,
             complete = len(result.rows) <= MAX_DISTINCT
             columns.append(ColumnValues(table, column.name, tuple(values[:MAX_DISTINCT]), complete))
     return ValueIndex(columns)
-
-
-def distinct_query(table: str, column: str, limit: int, dialect: str) -> str:
-    """``SELECT DISTINCT column FROM table WHERE column IS NOT NULL LIMIT n`` in ``dialect``, names quoted."""
-    col = exp.column(column, quoted=True)
-    source = exp.to_table(table, dialect=dialect)
-    for part in source.parts:
-        part.set("quoted", True)
-    query = exp.select(col).from_(source).where(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())))
-    return query.distinct().limit(limit).sql(dialect=dialect)
 
 
 # --------------------------------------------------------------------------- freshness and the disk cache
