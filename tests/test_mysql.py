@@ -98,7 +98,8 @@ def test_mariadb_other_databases_comments_and_keys_are_in_the_catalog(mariadb: S
     assert source.catalog.table("concert").column("singer_id").references == "singer.singer_id"
     assert not any(t.startswith(("mysql.", "information_schema.", "performance_schema.")) for t in source.catalog.table_names)
     assert source.validator.validate("SELECT total FROM billing.invoices WHERE total > 100").valid
-    assert "did you mean: billing.invoices?" in source.validator.validate("SELECT total FROM billing.invoice").suggestions
+    [suggestion] = source.validator.validate("SELECT total FROM billing.invoice").suggestions
+    assert suggestion.startswith("did you mean: billing.invoices")  # other tests' databases may follow it
 
 
 def test_mariadb_runs_reads_caps_rows_and_times_out(mariadb: Server) -> None:

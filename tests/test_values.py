@@ -79,6 +79,13 @@ def test_the_lookup_renders_per_column_and_says_how_many_more(source) -> None:
     assert value_index(source).lookup("How many rows are there?") == []  # no stored word: nothing to show
 
 
+def test_only_the_tables_the_prompt_shows_are_looked_up(source) -> None:
+    question = "Operational plants near Salford"
+    assert {m.table for m in value_index(source).lookup(question)} == {"crime", "plant"}
+    assert {m.table for m in value_index(source).lookup(question, tables=["PLANT"])} == {"plant"}
+    assert value_index(source).lookup(question, tables=[]) == []
+
+
 def test_ids_keys_and_numbers_are_not_indexed(source) -> None:
     names = {(c.table, c.column) for c in value_index(source).columns}
     assert ("crime", "LSOA") in names and ("plant", "reactor_type") in names

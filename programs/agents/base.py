@@ -97,7 +97,7 @@ class Text2SQLProgram(dspy.Module):
         view = schema_view(
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
-        view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values))
+        view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values, tables=view.tables))
         if self.selector is None:
             return view
         notes, demos = self.selector.shown(source, question)
@@ -139,12 +139,15 @@ def _path_or_url(target: Path | str) -> Path | str:
     return target if is_url(target) else Path(target)
 
 
-def question_facts(source: DataSource, question: str, hint: str = "", *, values: bool = True) -> str:
-    """What the drafting step is told with the question: the user's hint, then the stored values like its words."""
+def question_facts(
+    source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None
+) -> str:
+    """What the drafting step is told with the question: the user's hint, then the stored values like its words
+    (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table only misleads)."""
     parts = [f"Hint: {hint}"] if hint else []
     index = value_index(source) if values else None
     if index is not None:
-        matches = render_matches(index.lookup(question))
+        matches = render_matches(index.lookup(question, tables=tables))
         if matches:
             parts.append(matches)
     return "\n".join(parts)

@@ -53,6 +53,7 @@ WEAKER = 1.5
 MIN_SCORE = 2.0  # a column matched only by fuzzy single words or in passing is not shown  # a value scored this much below its column's best match is not shown
 MAX_COLUMNS_SHOWN = 6
 MAX_VALUES_SHOWN = 4
+HEADING = "-- Stored values resembling words of the question (use one only where the question means it, as stored):"
 _STOPWORDS = frozenset(
     """a an and are as at be by did do does for from has have how i in is it its me my of on or our than that the their
     them there these they this those to was were what when where which who whom whose why will with would you your all
@@ -147,18 +148,24 @@ class ValueIndex:
         ranked = same + [found.values[i] for _, score, i in scored if score >= 60 and found.values[i] not in same]
         return ranked[:k]
 
-    def lookup(self, question: str, *, max_columns: int = MAX_COLUMNS_SHOWN) -> list[ValueMatch]:
-        """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring).
+    def lookup(
+        self, question: str, *, max_columns: int = MAX_COLUMNS_SHOWN, tables: Iterable[str] | None = None
+    ) -> list[ValueMatch]:
+        """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring);
+        with ``tables``, only in those tables (names compared case-insensitively).
 
         In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
         ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
         fuzzy match beside an exact one). A value matched by several phrases ranks higher.
         """
+        wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         for phrase in _phrases(question):
             for entries, score in self._matching(phrase):
                 for entry in entries:
-                    found.setdefault(self._entries[entry][0], []).append((entry, score, phrase))
+                    column = self._entries[entry][0]
+                    if wanted is None or self.columns[column].table.casefold() in wanted:
+                        found.setdefault(column, []).append((entry, score, phrase))
         matches = [m for column, hits in found.items() if (m := self._column_match(column, hits)) is not None]
         return sorted(matches, key=lambda m: (-m.score, m.total))[:max_columns]
 
@@ -223,8 +230,7 @@ def render_matches(matches: list[ValueMatch]) -> str:
     """The matches as prompt text: one line per column, under a heading; "" when there are none."""
     if not matches:
         return ""
-    return "-- Stored values like words of the question (write them exactly as stored):\n" + "\n".join(
-        m.render() for m in matches)
+    return "\n".join([HEADING, *(m.render() for m in matches)])
 
 
 def indexed_columns(catalog: Catalog) -> list[tuple[str, Column]]:
