@@ -431,7 +431,8 @@ def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Pat
     program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *fresh],
                     max_repair_steps=3, max_validation_attempts=20)
     result = program.run("How many users are suspended?")
-    assert result["fallback_reason"] == "repair step limit reached (3 agent steps)"
+    assert result["fallback_reason"] == "no query passed the validator (unknown column 'nope2'); repair step limit reached (3 agent steps)"
+    assert result["query"] == "" and result["confidence"] == 0.0  # an invalid query is never the answer
     assert len(result["reasoning_steps"]) == 1 + 3  # the opening's check (the redraft repeated it), then three agent steps
 
 

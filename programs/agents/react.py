@@ -333,22 +333,29 @@ def repair_hints(candidate: Candidate, state: AgentState | None = None) -> str:
 
 
 def best_effort_answer(state: AgentState, reason: str | None) -> dict[str, Any]:
-    """When nothing was submitted: the best validated query so far (with a judge: the highest score), low confidence."""
+    """When nothing was submitted: the best validated query so far (with a judge: the highest score), low
+    confidence; when no query passed the validator, no query at all, and the last one's findings as the reason."""
     valid = [v for v in state.validations if v.valid]
+    reason = reason or "the agent did not submit an answer"
+    if not valid:
+        last = state.validations[-1] if state.validations else None
+        findings = "; ".join(last.errors) if last is not None and last.errors else ""
+        return {"query": "", "explanation": "", "confidence": 0.0, "judge_score": None, "valid": False,
+                "fallback_reason": f"no query passed the validator ({findings}); {reason}" if findings else
+                f"no query passed the validator; {reason}"}
     best: ValidationResult | None = None
     judge_score = None
-    if valid and state.verdicts:
+    if state.verdicts:
         sql, verdict = max(state.verdicts, key=lambda pair: pair[1].correctness_score)
         best, judge_score = state.validation_of(sql), verdict.correctness_score
-    if best is None:
-        safe = [v for v in state.validations if not v.dangerous]  # never fall back to a write
-        best = valid[-1] if valid else (safe[-1] if safe else None)
+    if best is None or not best.valid:
+        best, judge_score = valid[-1], None
     confidence = min(0.3, combined_confidence(state.draft_confidence, best, judge_score))
     return {
-        "query": best.sql if best else "",
+        "query": best.sql,
         "explanation": "Best effort: the agent did not submit an answer.",
         "confidence": confidence,
         "judge_score": judge_score,
-        "valid": bool(best and best.valid),
-        "fallback_reason": reason or "the agent did not submit an answer",
+        "valid": True,
+        "fallback_reason": reason,
     }
