@@ -167,6 +167,13 @@ def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_sch
     assert lm.engine.requests[1].config.logprobs == 5
 
 
+def test_v2_drafter_and_judge_both_read_the_hint(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.92)])
+    hint = "suspended means status = 'suspended'"
+    agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?", hint=hint)
+    assert f"Hint: {hint}" in prompt_of(lm, 0) and f"How many users are suspended?\nHint: {hint}" in prompt_of(lm, 1)
+
+
 def test_v2_samples_candidates_when_the_greedy_draft_is_unsure_and_stops_once_the_majority_is_settled(
     tiny_db: Path, tiny_schemas: Path
 ) -> None:

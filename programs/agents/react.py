@@ -137,6 +137,8 @@ class ReActAgent(Text2SQLProgram):
         judge = None
         if self.judge is not None:  # a misconfigured judge (bad model string, missing key) fails here, not later
             judge = partial(judge_sql, self.judge, self.judge_lm, explain=False)  # the verdict alone
+            if hint:  # the judge reads the question as the drafts did: with what its terms mean
+                judge = partial(_hinted, judge, hint)
         view = self.schema(source, question, hint)
         state = AgentState(question, source, self.limits, judge, self.retrieval_type, self.top_k)
         state.retrieval_calls, trajectory = 1, {}  # the prompt's tables are the question's first retrieval
@@ -330,6 +332,10 @@ def repair_hints(candidate: Candidate, state: AgentState | None = None) -> str:
         lines += [f"- {i}" for i in candidate.verdict.issues[:3]] + [f"- fix: {s}" for s in candidate.verdict.suggestions[:3]]
     lines.append("Write a corrected query.")
     return "\n".join(lines)
+
+
+def _hinted(judge: Any, hint: str, *, question: str, **inputs: Any) -> Any:
+    return judge(question=f"{question}\nHint: {hint}", **inputs)
 
 
 def best_effort_answer(state: AgentState, reason: str | None) -> dict[str, Any]:
