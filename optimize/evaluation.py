@@ -184,7 +184,16 @@ def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool
         if service is not None:
             record["service_failure"] = True  # not an answer: the rerun asks again
     record.update(scored(record.get("query") or "", example))
+    alternatives = record.get("alternatives") or []
+    if len(alternatives) >= 2:  # an unsure answer: is either of the readings it shows right?
+        record["alternatives_correct"] = [compare_reading(sql, example) for sql in alternatives]
     return record
+
+
+def compare_reading(query: str, example: Any) -> bool:
+    from text2sql_dspy.optimize.metrics import compare_execution
+
+    return compare_execution(query, example.gold_sql, example.db_path).match
 
 
 def scored(query: str, example: Any) -> dict[str, Any]:

@@ -54,6 +54,10 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "judge_ece": expected_calibration_error(judged),
     }
     summary.update(judge_reliability(judged))
+    unsure = [r for r in records if r.get("alternatives_correct")]
+    summary["unsure"] = len(unsure)
+    summary["unsure_first_right"] = sum(bool(r.get("correct")) for r in unsure)
+    summary["unsure_either_right"] = sum(any(r["alternatives_correct"]) for r in unsure)
     for key in SEED_METRICS:
         summary[f"{key}_mean"] = _mean(r.get(key) for r in records)
     return summary
@@ -169,6 +173,9 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         ("Final judge score", "final_judge_score_mean", "{:.2f}"),
         ("Judge improvement", "judge_improvement_mean", "{:.2f}"),
         ("Semantic corrections", "semantic_corrections_mean", "{:.2f}"),
+        ("Unsure answers (two readings shown)", "unsure", "{}"),
+        ("... of which the first reading is right", "unsure_first_right", "{}"),
+        ("... of which either reading is right", "unsure_either_right", "{}"),
         ("Fallback answers", "fallbacks", "{}"),
         ("Failed questions", "errors", "{}"),
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from text2sql_dspy.programs.command import Command, positive_int
 
@@ -37,6 +38,8 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("--save", action="store_true", help="store the answer as a confirmed pair (same checks as learn)")
+    ask.add_argument("--pick", type=positive_int, help="when the answer is unsure: take reading N (1 or 2) without "
+                     "asking, and store it as a confirmed pair")
     ask.add_argument("--examples", help="the example store whose pairs and notes are shown, and where --save saves "
                      "(default: $TEXT2SQL_EXAMPLES or the cache dir; a compiled program: its own store)")
     ask.add_argument("--no-examples", action="store_true", help="show no stored pairs or notes")
@@ -64,30 +67,35 @@ def ask(args: argparse.Namespace) -> int:
         judge_model_id=args.judge_model,
         examples=_examples_option(args),
     )
-    result = program.run(question, hint=args.hint)
+    answer = program.run(question, hint=args.hint)
     if args.json:
-        print(json.dumps(result, indent=2, default=str))
-        return save_if_asked(args, program.source(db_path), question, result["query"])
-    print(result["query"] or "-- no query produced")
-    judge = result.get("judge_score")
-    line = f"\nconfidence {result['confidence']:.2f}"
-    if judge is not None:
-        line += f" | judge score {judge:.2f}"
-    line += f" | {result['lm_calls']} LM calls | {result['latency_s']:.1f}s"
-    if result.get("total_cost"):
-        line += f" | ${result['total_cost']:.4f}"
+        print(answer.model_dump_json(indent=2))
+    if answer.alternatives and (args.pick is not None or not args.json):
+        picked = pick_reading(answer, args.pick, show=not args.json)
+        if picked is not None:
+            args.save = True  # a picked reading is a confirmed pair
+            answer = answer.model_copy(update={"sql": picked.sql, "explanation": ""})
+    if args.json:
+        return save_if_asked(args, program.source(db_path), question, answer.sql)
+    print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")
+    line = f"\nconfidence {answer.confidence:.2f}"
+    if answer.judge_score is not None:
+        line += f" | judge score {answer.judge_score:.2f}"
+    line += f" | {answer.metrics.lm_calls} LM calls | {answer.metrics.latency_s:.1f}s"
+    if answer.metrics.cost_usd:
+        line += f" | ${answer.metrics.cost_usd:.4f}"
     print(line)
-    if result.get("fallback_reason"):
-        print(f"note: {result['fallback_reason']}")
+    if answer.sql and answer.reason:
+        print(f"note: {answer.reason}")
     if args.trace:
-        for i, step in enumerate(result.get("reasoning_steps", []), 1):
-            print(f"\n[{i}] {step.get('thought', '')}\n    -> {step.get('tool', '')}({json.dumps(step.get('args'), default=str)})")
-            for obs_line in str(step.get("observation", "")).splitlines():
+        for i, step in enumerate(answer.steps, 1):
+            print(f"\n[{i}] {step.thought}\n    -> {step.tool}({json.dumps(step.args, default=str)})")
+            for obs_line in step.observation.splitlines():
                 print(f"    | {obs_line}")
     database = program.source(db_path).database
-    if args.execute and result["query"] and database is not None:
-        print_rows(database.execute(result["query"], max_rows=args.rows))
-    return save_if_asked(args, program.source(db_path), question, result["query"])
+    if args.execute and answer.sql and database is not None:
+        print_rows(database.execute(answer.sql, max_rows=args.rows))
+    return save_if_asked(args, program.source(db_path), question, answer.sql)
 
 
 def _examples_option(args: argparse.Namespace) -> str | bool | None:
@@ -97,6 +105,37 @@ def _examples_option(args: argparse.Namespace) -> str | bool | None:
     if args.examples:
         return args.examples
     return None if args.program.endswith(".json") else True
+
+
+def pick_reading(answer, pick: int | None, *, show: bool = True):  # noqa: ANN001, ANN201 - Answer, Reading
+    """An unsure answer's readings, printed (with ``show``); the one ``pick`` names, else asked for on a terminal
+    (None: keep the first, unconfirmed)."""
+    count = len(answer.alternatives)
+    if pick is not None and not 1 <= pick <= count:
+        raise SystemExit(f"text2sql: error: --pick {pick}: this answer has {count} readings (pick 1-{count})")
+    if not show:
+        return None if pick is None else answer.alternatives[pick - 1]
+    print(f"-- unsure: {answer.reason}. Which did you mean?", file=sys.stderr)
+    for n, reading in enumerate(answer.alternatives, 1):
+        print(f"\n[{n}] {reading.sql}", file=sys.stderr)
+        if reading.difference:
+            print(f"    {'; '.join(reading.difference)}", file=sys.stderr)
+        preview = reading.preview
+        if preview is not None and preview.error is None:
+            print("    " + " | ".join(preview.columns), file=sys.stderr)
+            for row in preview.rows[:3]:
+                print("    " + " | ".join("NULL" if v is None else str(v) for v in row), file=sys.stderr)
+            print(f"    ({preview.row_count}{'+' if preview.truncated else ''} rows)", file=sys.stderr)
+    if pick is None and sys.stdin.isatty():
+        reply = input(f"\nPick 1-{count} (Enter keeps 1, unconfirmed): ").strip()
+        pick = int(reply) if reply.isdigit() else None
+    if pick is None:
+        print("\n(reading 1 kept; --pick N takes one and stores it as a confirmed pair)\n", file=sys.stderr)
+        return None
+    if not 1 <= pick <= count:
+        raise SystemExit(f"text2sql: error: pick {pick}: this answer has {count} readings (pick 1-{count})")
+    print(file=sys.stderr)
+    return answer.alternatives[pick - 1]
 
 
 def save_if_asked(args: argparse.Namespace, source, question: str, sql: str) -> int:  # noqa: ANN001 - DataSource

@@ -53,7 +53,7 @@ def test_v2_on_anthropic_sends_model_system_prompt_and_limits_and_parses_the_stu
             lm = build_lm("anthropic/claude-haiku-4-5", cache=False)
         assert not supports_logprobs(lm) and not supports_prefill(lm)
         program = make_program("v2", db_path=tiny_db, schema_path=tiny_schemas, lm=lm, retrieval_type="keyword")
-        result = program.run(QUESTION)
+        result = program.fields(QUESTION)
 
     assert result["query"] == STUB_SQL and result["valid"]  # the stub's reply, parsed into the answer
     judged = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]

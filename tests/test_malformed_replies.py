@@ -92,7 +92,7 @@ def test_unreadable_draft_lets_the_agent_write_the_query_itself(
 ) -> None:
     answers = [reply, step("validate_sql", query=GOOD_SQL),  # one call: no JSON-formatted retry of the draft
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
-    result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    result = build(kind, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
     assert result["query"] == GOOD_SQL and result["valid"]
     assert tools_used(result) == ["validate_sql", "submit_answer"]  # no opening: the draft was unreadable
 
@@ -103,7 +103,7 @@ def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
     tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
 ) -> None:
     answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), reply]  # one call: no JSON retry
-    result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    result = build(kind, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
     assert "malformed model reply" in result["fallback_reason"]
     assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
     assert result.get("judge_calls", 0) == 0  # V2 too: nothing was submitted, so nothing was judged
@@ -116,7 +116,7 @@ def test_arguments_of_the_wrong_type_become_an_observation(
 ) -> None:
     answers = [*failed_opening(kind), bad, step("validate_sql", query=GOOD_SQL),
                step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
-    result = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    result = build(kind, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
     observation = result["reasoning_steps"][1]["observation"]
     assert observation.startswith(f"Bad arguments for {bad['next_tool_name']}: ") and "Expected: {" in observation
     assert result["query"] == GOOD_SQL and result["valid"]
@@ -144,7 +144,7 @@ def test_unparseable_judge_output_scores_zero_with_the_reason_in_the_run(tiny_db
     judge = RecordedLM(["not a verdict", "{still: not json"])
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
                            judge_lm=judge)  # fmt: skip
-    result = program.run("How many users are suspended?")
+    result = program.fields("How many users are suspended?")
     judged = result["reasoning_steps"][1]
     assert judged["tool"] == "llm_judge_evaluate" and "judge output unusable" in judged["observation"]
     assert "Score: [..........] 0%" in judged["observation"]
@@ -182,7 +182,7 @@ def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tin
     judge = dspy.LM("flaky/judge", engine=engine, num_retries=0, cache=False)  # every call reaches the engine
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers), max_repair_steps=10,
                            judge_lm=judge)  # fmt: skip
-    result = program.run("How many users are suspended?")
+    result = program.fields("How many users are suspended?")
     assert "NEEDS IMPROVEMENT" in result["reasoning_steps"][2]["observation"]  # the first verdict arrived
     assert result["reasoning_steps"][4]["observation"].startswith("The judge is unavailable")
     assert result["judge_degraded"] and "judge service went down" in result["judge_errors"][0]

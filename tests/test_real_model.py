@@ -67,7 +67,7 @@ def test_v2_answers_an_easy_bundled_question_with_sql_that_runs(local_lm: dspy.L
 
     # A schema budget of 0 keeps this prompt to the 3 retrieved tables (the whole schema is ~8k tokens).
     agent = ReActAgentV2(bundled_database(), retrieval_type="keyword", top_k=3, schema_budget=0, lm=build_lm("local"))
-    result = agent.run("How many organizations are there?")
+    result = agent.fields("How many organizations are there?")
     assert result["valid"], result["reasoning_steps"]
     rows = agent.source().database.execute(result["query"])
     assert rows.ok and rows.rows, rows.error
@@ -123,8 +123,8 @@ def test_a_stored_pair_changes_the_answer(local_lm: dspy.LM, tiny_db, tiny_schem
     store.add_pair(learner.source(), "How many VIP users are there?",
                    "SELECT count(*) FROM users WHERE organization_id = 1")
     question = "List the emails of the VIP users."
-    without = Baseline(tiny_db, **source_options).run(question)["query"]
-    with_pair = learner.run(question)["query"]
+    without = Baseline(tiny_db, **source_options).fields(question)["query"]
+    with_pair = learner.fields(question)["query"]
     rows = learner.source().database.execute(with_pair)
     assert rows.ok and sorted(r[0] for r in rows.rows) == ["ann@acme.test", "bob@acme.test"], with_pair
     assert "organization_id = 1" in with_pair and "organization_id = 1" not in without, (without, with_pair)
@@ -151,7 +151,7 @@ def test_a_looked_up_value_turns_a_wrong_answer_into_a_right_one(tmp_path) -> No
     database = open_database(path)
 
     def count(lookup: bool) -> object:
-        query = make_program("baseline", db_path=path, lm=lm, lookup_values=lookup).run(question)["query"]
+        query = make_program("baseline", db_path=path, lm=lm, lookup_values=lookup).fields(question)["query"]
         result = database.execute(query)
         return result.rows[0][0] if result.ok and result.rows else None
 

@@ -75,11 +75,12 @@ def test_ask_json_counts_the_servers_tokens_and_names_the_judges_source(served_e
     code = cli.main(["ask", QUESTION, "--db", str(tiny_db), "--model", served_env.model, "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
-    result = json.loads(out.out)
-    usage = result["by_model"][ROUTED]
-    assert usage["calls"] == result["lm_calls"] and usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0
-    assert result["total_cost"] == 0.0
-    judged = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
+    answer = json.loads(out.out)  # the Answer, as JSON
+    metrics = answer["metrics"]
+    usage = metrics["by_model"][ROUTED]
+    assert usage["calls"] == metrics["lm_calls"] and usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0
+    assert metrics["cost_usd"] == 0.0 and answer["status"] == "answered"
+    judged = [s["observation"] for s in answer["steps"] if s["tool"] == "llm_judge_evaluate"]
     assert judged and "judge model's probability of 'True'" in judged[0]  # the score came from the server's logprobs
 
 
@@ -90,7 +91,7 @@ def test_v2_through_the_server_gives_the_in_process_engines_answer(served_env: S
     answers = {}
     for model in (served_env.model, "local"):
         program = make_program("v2", db_path=tiny_db, schema_path=tiny_schemas, model_id=model, retrieval_type="keyword")
-        answers[model] = program.run(QUESTION)
+        answers[model] = program.fields(QUESTION)
     served, local = answers[served_env.model], answers["local"]
     assert served["valid"] and local["valid"]
     assert rows_of(tiny_db, served["query"]) == rows_of(tiny_db, local["query"]) == [(2,)]

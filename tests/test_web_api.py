@@ -38,13 +38,14 @@ def sse_events(client, url: str) -> list[tuple[str, str]]:  # noqa: ANN001 - Tes
     return events
 
 
-def test_ask_returns_run_fields_formatted_sql_rows_and_a_bar_chart(service: Service) -> None:
+def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Service) -> None:
     reply = client_for(service).post("/api/ask", json={"question": QUESTION})
     assert reply.status_code == 200
     body = reply.json()
-    assert body["query"] == FAILED_BY_USER and body["valid"] is True and body["db"] == "tiny" and body["program"] == "v1"
-    for field in ("explanation", "confidence", "judge_score", "reasoning_steps", "lm_calls", "latency_s", "total_cost"):
-        assert field in body
+    assert body["sql"] == FAILED_BY_USER and body["status"] == "answered" and body["db"] == "tiny" and body["program"] == "v1"
+    assert body["question"] == QUESTION and body["explanation"] and body["judge_score"] is None
+    assert [r["sql"] for r in body["readings"] if r["chosen"]] == [FAILED_BY_USER]
+    assert body["steps"][0]["tool"] == "validate_sql" and body["metrics"]["lm_calls"] >= 1
     assert body["sql_pretty"].startswith("SELECT\n  u.email,\n  COUNT(*) AS failed\nFROM users AS u")
     assert body["result"]["columns"] == ["email", "failed"]
     assert body["result"]["rows"] == [["bob@acme.test", 3], ["ann@acme.test", 1]] and body["result"]["row_count"] == 2
@@ -194,7 +195,8 @@ def test_a_malformed_reply_is_an_answer_that_says_so(tiny_db: Path) -> None:
         page = client.get(f"/jobs/{body['job']}").text
     finally:
         service.close()
-    assert body["query"] == "" and "malformed model reply" in body["fallback_reason"] and body["result"] is None
+    assert body["sql"] == "" and body["status"] == "failed" and "malformed model reply" in body["reason"]
+    assert body["result"] is None
     assert "The program produced no query for this question." in page and "malformed model reply" in page
 
 
@@ -252,3 +254,26 @@ def test_a_stage_emitted_just_before_the_end_is_still_sent() -> None:
     events = asyncio.run(collect())
     assert [json.loads(e["data"])["stage"] for e in events if e["event"] == "stage"] == ["queued", "checking", "showing"]
     assert events[-1] == {"event": "failure", "data": "ended"}
+
+
+def unsure_lm() -> object:
+    """V2 on two results the checks support about equally (see tests/test_answer.py)."""
+    return logprob_lm([scripted_draft("SELECT count(*) FROM users", 0.6),
+                       scripted_draft("SELECT count(*) FROM users WHERE status = 'suspended'", 0.6),
+                       scripted_draft("SELECT count(id) FROM users", 0.6), scripted_verdict(0.4), scripted_verdict(0.7)])
+
+
+def test_an_unsure_answer_shows_both_readings_and_asks_which(tiny_db: Path) -> None:
+    service = scripted_service(tiny_db, unsure_lm(), program="v2")
+    client = client_for(service)
+    try:
+        body = client.post("/api/ask", json={"question": "How many users are suspended?"}).json()
+        page = client.get(f"/jobs/{body['job']}").text
+    finally:
+        service.close()
+    assert body["status"] == "unsure" and body["sql"] == "SELECT count(*) FROM users"
+    assert [r["sql"] for r in body["alternatives"]] == ["SELECT count(*) FROM users",
+                                                         "SELECT count(*) FROM users WHERE status = 'suspended'"]
+    assert [r["preview"]["rows"] for r in body["alternatives"]] == [[[3]], [[1]]]
+    assert "Which did you mean?" in page and page.count('class="pick"') == 2
+    assert "keeps rows where status = &#39;suspended&#39;" in page

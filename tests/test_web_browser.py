@@ -241,3 +241,57 @@ def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripte
 
     pairs = ExampleStore(store_path).examples(open_source(str(store_path.parent / "hostile.sqlite")), kind="pair")
     assert [(p.question, p.sql) for p in pairs] == [(f"Which notes say {HOSTILE}?", "SELECT body, score FROM notes WHERE score > 4")]
+
+
+@pytest.fixture
+def unsure_server(tiny_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The app over the tiny database on a scripted V2 whose two readings the checks cannot decide between."""
+    import threading
+
+    import uvicorn
+
+    from tests.test_web_api import unsure_lm
+    from tests.web_fakes import scripted_service
+    from text2sql_dspy.programs.web.app import create_app, loopback_hosts
+
+    store = tmp_path / "examples.sqlite"
+    service = scripted_service(tiny_db, unsure_lm(), program="v2", examples_path=store)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts=loopback_hosts("127.0.0.1")),
+                                           host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", store
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_server, browser, tiny_db: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, store_path = unsure_server
+    browser.get(url + "/")
+    browser.find_element(By.ID, "question").send_keys("How many users are suspended?")
+    browser.find_element(By.ID, "ask-button").click()
+    answer = WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+    assert answer.get_attribute("data-status") == "unsure" and "Which did you mean?" in answer.text
+    readings = answer.find_elements(By.CSS_SELECTOR, ".readings .reading")
+    assert [r.get_attribute("data-sql") for r in readings] == [
+        "SELECT count(*) FROM users", "SELECT count(*) FROM users WHERE status = 'suspended'"]
+    readings[1].find_element(By.CSS_SELECTOR, "button.pick").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: answer.find_element(By.CSS_SELECTOR, ".teach-status").text.startswith("Saved as example #"))
+    assert "picked" in readings[1].get_attribute("class")
+    assert not readings[0].find_element(By.CSS_SELECTOR, "button.pick").is_enabled()
+
+    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.examples.store import ExampleStore
+
+    pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
+    assert [(p.question, p.sql) for p in pairs] == [
+        ("How many users are suspended?", "SELECT count(*) FROM users WHERE status = 'suspended'")]

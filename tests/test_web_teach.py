@@ -40,7 +40,7 @@ def stored(store_path: Path, db: Path) -> list[tuple[str, str, str]]:
 def test_right_saves_the_answered_pair_and_the_history_lists_it(service: Service, store_path: Path, tiny_db: Path) -> None:
     client = client_for(service)
     answer = client.post("/api/ask", json={"question": QUESTION}).json()
-    saved = client.post("/api/examples", json={"question": QUESTION, "sql": answer["query"], "db": "tiny",
+    saved = client.post("/api/examples", json={"question": QUESTION, "sql": answer["sql"], "db": "tiny",
                                                "job": answer["job"]})
     assert saved.status_code == 201
     assert saved.json()["outcome"] == "added" and saved.json()["origin"] == "user"
@@ -49,7 +49,7 @@ def test_right_saves_the_answered_pair_and_the_history_lists_it(service: Service
     history = client.get("/history").text
     assert "tiny · v1 · done · <strong>saved</strong>" in history
     assert f'data-example="{saved.json()["id"]}"' in history and "ORDER BY failed DESC" in history
-    again = client.post("/api/examples", json={"question": QUESTION, "sql": answer["query"]})
+    again = client.post("/api/examples", json={"question": QUESTION, "sql": answer["sql"]})
     assert again.status_code == 201 and again.json()["outcome"] == "unchanged" and again.json()["id"] == saved.json()["id"]
 
 

@@ -1,8 +1,8 @@
 """What every text-to-SQL program shares: its database, its LMs, and the shape of its answer.
 
 A program answers ``forward(question, db_path=None)`` with a ``dspy.Prediction``
-(usable by ``dspy.Evaluate`` and the optimizers) and ``run(question)`` with the same as a plain
-dict. Subclasses implement :meth:`Text2SQLProgram.answer`; this class validates the question,
+(usable by ``dspy.Evaluate`` and the optimizers) and ``run(question)`` with the same as an
+:class:`~text2sql_dspy.programs.answer.Answer`. Subclasses implement :meth:`Text2SQLProgram.answer`; this class validates the question,
 opens the database, sets the LM, meters calls, tokens and cost, and times the call.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 import dspy
 
+from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.question import check_question
 from text2sql_dspy.programs.db.address import is_url
@@ -113,9 +114,13 @@ class Text2SQLProgram(dspy.Module):
         fields["latency_s"] = time.perf_counter() - start
         return dspy.Prediction(**fields)
 
-    def run(self, question: str, db_path: Path | str | None = None, hint: str = "") -> dict[str, Any]:
-        """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says); the dict has ``query``,
-        ``explanation``, ``confidence``, ``judge_score``, ``reasoning_steps`` and the per-question metrics."""
+    def run(self, question: str, db_path: Path | str | None = None, hint: str = "") -> Answer:
+        """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says) as an :class:`Answer`."""
+        return Answer.from_fields(question, self.fields(question, db_path, hint))
+
+    def fields(self, question: str, db_path: Path | str | None = None, hint: str = "") -> dict[str, Any]:
+        """``forward``'s fields as a plain dict: ``query``, ``explanation``, ``confidence``, ``judge_score``,
+        ``readings``, ``reasoning_steps`` and the per-question metrics (what ``text2sql evaluate`` records)."""
         return dict(self(question=question, db_path=None if db_path is None else str(db_path), hint=hint).items())
 
     def answer(self, question: str, source: DataSource, hint: str = "") -> dict[str, Any]:

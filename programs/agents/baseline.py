@@ -8,6 +8,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.drafting import draft_sql
+from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.signatures import DraftSQL
@@ -34,6 +35,8 @@ class Baseline(Text2SQLProgram):
             "judge_score": None,
             "retrieved_tables": view.tables,
             "fallback_reason": error,
+            "readings": [Reading(sql=sql, chosen=True, valid=check.valid, findings=[*check.errors, *check.warnings]
+                                 ).model_dump()] if sql else [],
             "reasoning_steps": [{"thought": "Draft once.", "tool": "draft", "args": {"tables": view.tables},
                                  "observation": sql or error}],
         }

@@ -26,6 +26,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
+from text2sql_dspy.programs.answer import Preview, Reading
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.repair import RepairAgent
@@ -33,6 +34,7 @@ from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import Tools, combined_confidence
 from text2sql_dspy.programs.agents.trajectory import reasoning_steps, take_step
 from text2sql_dspy.programs.db.describe import describe_query
+from text2sql_dspy.programs.db.difference import differences
 from text2sql_dspy.programs.db.literals import MISSING_VALUE
 from text2sql_dspy.programs.db.results import same_result
 from text2sql_dspy.programs.db.source import DataSource
@@ -46,6 +48,7 @@ SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
 MISSING_VALUE_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
+UNSURE_MARGIN = 0.1  # two judged results whose choice scores are this close: the user is shown both
 
 
 @dataclass
@@ -163,6 +166,8 @@ class ReActAgent(Text2SQLProgram):
         def add(draft: Draft) -> None:
             nonlocal drafts
             drafts += 1
+            if draft.sql:
+                state.votes[draft.sql] = state.votes.get(draft.sql, 0) + 1
             if draft.sql in pool:
                 pool[draft.sql].votes += 1
             elif draft.sql:
@@ -197,6 +202,8 @@ class ReActAgent(Text2SQLProgram):
             for group in groups[: max(1, state.limits.max_judge_calls - 1)]:  # one judge call stays for a redraft
                 group.verdict = self._judged(tools, trajectory, group, "Does this query's result answer the question?")
             best = max(groups, key=lambda g: choice_score(g, total))
+            state.votes.update({g.sql: g.votes for g in groups})  # a group's votes go to the query shown for it
+            state.alternatives = [c.sql for c in close_readings(groups, total)]
             facts = state.execution_facts(best.sql)
             if (not facts.ok or facts.empty or facts.all_null or best.missing_values) and state.judge_available():  # facts, not the judge's doubt
                 redraft = self._redraft(tools, trajectory, question, view, best, pool,
@@ -204,7 +211,7 @@ class ReActAgent(Text2SQLProgram):
                 if redraft is not None:
                     redraft.verdict = self._judged(tools, trajectory, redraft, "Does the redraft's result answer the question?")
                     if judged_score(redraft) > judged_score(best):  # asked for because best showed a symptom
-                        best = redraft
+                        best, state.alternatives = redraft, []
             state.candidate_count = drafts
             state.agreement = best.votes / total
         explanation = describe_query(best.sql, state.source.dialect)
@@ -246,6 +253,8 @@ class ReActAgent(Text2SQLProgram):
             "judge_score": final.get("judge_score"),
             "valid": final.get("valid", False),
             "reasoning_steps": reasoning_steps(trajectory),
+            "readings": readings(state, final.get("query", "")),
+            "alternatives": list(state.alternatives) if final.get("query") in state.alternatives else [],
             "fallback_reason": final.get("fallback_reason"),
             "stop_reason": stop_reason,
             "retrieved_tables": list(state.retrieved_tables),
@@ -265,6 +274,8 @@ class ReActAgent(Text2SQLProgram):
                 candidates=state.candidate_count,
                 agreement=state.agreement,
             )
+        if fields["alternatives"]:
+            with_differences(fields["readings"], fields["alternatives"], state.source.dialect)
         return fields
 
 
@@ -277,6 +288,31 @@ class ReActAgentV2(ReActAgent):
 
     def __init__(self, db_path: Path | str | None = None, **kwargs: Any):
         super().__init__(db_path, judge=True, **kwargs)
+
+
+def readings(state: AgentState, chosen: str) -> list[dict[str, Any]]:
+    """Every distinct query the validator saw, in order, with its votes, findings, verdict and the rows it
+    returned when it ran (:class:`~text2sql_dspy.programs.answer.Reading`, as plain data)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for validation in state.validations:
+        verdict = state.judge_of(validation.sql)
+        result = state.executions.get(validation.sql)
+        seen[validation.sql] = Reading(
+            sql=validation.sql, chosen=validation.sql == chosen, votes=state.votes.get(validation.sql, 1),
+            valid=validation.valid, findings=[*validation.errors, *validation.warnings],
+            judge_score=None if verdict is None else verdict.correctness_score,
+            preview=None if result is None else Preview.of(result),
+        ).model_dump()
+    return list(seen.values())
+
+
+def with_differences(found: list[dict[str, Any]], alternatives: list[str], dialect: str) -> None:
+    """Mark each of two alternative readings with what it does that the other does not (:func:`differences`)."""
+    first, second = alternatives[:2]
+    one, two = differences(first, second, dialect)
+    for reading in found:
+        if reading["sql"] in (first, second):
+            reading["difference"] = one if reading["sql"] == first else two
 
 
 def majority_settled(state: AgentState, candidates: list[Candidate], remaining: int) -> bool:
@@ -310,6 +346,15 @@ def group_by_result(state: AgentState, candidates: list[Candidate]) -> list[Cand
 
 def judged_score(candidate: Candidate) -> float:
     return candidate.verdict.correctness_score if candidate.verdict is not None else UNJUDGED_SCORE
+
+
+def close_readings(groups: list[Candidate], total: int) -> list[Candidate]:
+    """The two best-supported judged results when their choice scores are within :data:`UNSURE_MARGIN`
+    (best first), else none: the program cannot decide between them, and says so."""
+    judged = sorted((g for g in groups if g.verdict is not None), key=lambda g: -choice_score(g, total))
+    if len(judged) < 2 or choice_score(judged[0], total) - choice_score(judged[1], total) >= UNSURE_MARGIN:
+        return []
+    return judged[:2]
 
 
 def choice_score(candidate: Candidate, total: int) -> float:
@@ -346,9 +391,10 @@ def best_effort_answer(state: AgentState, reason: str | None) -> dict[str, Any]:
     if not valid:
         last = state.validations[-1] if state.validations else None
         findings = "; ".join(last.errors) if last is not None and last.errors else ""
+        refused = "refused, the draft is not a read-only query: " if last is not None and last.dangerous else ""
         return {"query": "", "explanation": "", "confidence": 0.0, "judge_score": None, "valid": False,
-                "fallback_reason": f"no query passed the validator ({findings}); {reason}" if findings else
-                f"no query passed the validator; {reason}"}
+                "fallback_reason": f"{refused}no query passed the validator ({findings}); {reason}" if findings else
+                f"{refused}no query passed the validator; {reason}"}
     best: ValidationResult | None = None
     judge_score = None
     if state.verdicts:

@@ -63,6 +63,8 @@ class AgentState:
     draft_confidence: float = 0.5  # the latest draft's own token confidence
     final_answer: dict[str, Any] | None = None
     executions: dict[str, QueryResult] = field(default_factory=dict)
+    votes: dict[str, int] = field(default_factory=dict)  # drafted query -> drafts that wrote it
+    alternatives: list[str] = field(default_factory=list)  # two readings too close to choose between, best first
 
     @cached_property
     def retriever(self) -> TableRetriever:

@@ -1,4 +1,4 @@
-"""What the page and the API show for one answer: the SQL formatted, its rows, the verdict in words, the candidates.
+"""What the page and the API show for one answer: the SQL formatted, its rows, the verdict in words.
 
 Every query shown with rows here went through the database's validator and then its read-only
 executor (:func:`run_read_only`); nothing else in the web package runs SQL.
@@ -6,22 +6,20 @@ executor (:func:`run_read_only`); nothing else in the web package runs SQL.
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
-from decimal import Decimal
+from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
 from sqlglot.errors import SqlglotError
 
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
+from text2sql_dspy.programs.answer import Answer, json_value
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.web.chart import Chart, choose_chart
 
 MAX_ROWS = 1000  # rows fetched for the table, the chart and the CSV
 SHOWN_ROWS = 20  # rows the page's table shows
-CANDIDATE_ROWS = 5
 
 
 @dataclass(frozen=True)
@@ -105,69 +103,33 @@ def judge_words(score: float | None) -> str:
     return in_words(score, JUDGE_WORDS, "not judged")
 
 
-def json_value(value: Any) -> Any:
-    """A cell as JSON: numbers, text, booleans and NULL as they are; dates in ISO form; anything else as text."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    return str(value)
-
-
 def cell_text(value: Any) -> str:
     return "NULL" if value is None else str(json_value(value))
 
 
 @dataclass
-class Candidate:
-    """A query the program considered, what each check said of it, and its first rows."""
+class AnswerView:
+    """One answered question as the page shows it: the program's :class:`Answer`, the database and program it
+    came from, the SQL laid out, the final query's rows (up to :data:`MAX_ROWS`, for the table, chart and CSV)."""
 
-    sql: str
-    checks: list[tuple[str, str]] = field(default_factory=list)  # (tool, observation)
-    chosen: bool = False
-    execution: Execution | None = None
-
-
-def candidates_from_trace(steps: list[dict[str, Any]], final_sql: str, source: DataSource) -> list[Candidate]:
-    """Every distinct query the trace's steps named, in order, with their checks; valid ones run read-only."""
-    found: dict[str, Candidate] = {}
-    for step in steps:
-        args = step.get("args")
-        sql = args.get("query") if isinstance(args, dict) else None
-        if not isinstance(sql, str) or not sql.strip():
-            continue
-        candidate = found.setdefault(sql, Candidate(sql))
-        candidate.checks.append((str(step.get("tool", "")), str(step.get("observation", ""))))
-    for candidate in found.values():
-        candidate.chosen = candidate.sql == final_sql
-        candidate.execution = run_read_only(source, candidate.sql, max_rows=CANDIDATE_ROWS)
-    return list(found.values())
-
-
-@dataclass
-class Answer:
-    """One answered question as the page shows it; ``fields`` is the program's ``run()`` dict."""
-
-    question: str
     db: str
     program: str
-    fields: dict[str, Any]
+    answer: Answer
     sql_pretty: str
     execution: Execution | None
     chart: Chart | None
-    candidates: list[Candidate]
+
+    @property
+    def question(self) -> str:
+        return self.answer.question
 
     @property
     def confidence_words(self) -> str:
-        return confidence_words(self.fields.get("confidence"))
+        return confidence_words(self.answer.confidence)
 
     @property
     def judge_words(self) -> str:
-        return judge_words(self.fields.get("judge_score"))
+        return judge_words(self.answer.judge_score)
 
     @property
     def level(self) -> str:
@@ -175,10 +137,9 @@ class Answer:
         return {CONFIDENCE_WORDS[0]: "good", CONFIDENCE_WORDS[1]: "warn"}.get(self.confidence_words, "bad")
 
     def to_json(self) -> dict[str, Any]:
-        """``run()``'s fields (made JSON-safe), plus the database, the formatted SQL, the result and the chart."""
-        fields = {k: _jsonable(v) for k, v in self.fields.items()}
+        """The :class:`Answer` as JSON, plus the database, the program, the formatted SQL, the result and the chart."""
         return {
-            **fields, "question": self.question, "db": self.db, "program": self.program, "sql_pretty": self.sql_pretty,
+            **self.answer.model_dump(mode="json"), "db": self.db, "program": self.program, "sql_pretty": self.sql_pretty,
             "confidence_words": self.confidence_words, "judge_words": self.judge_words,
             "result": None if self.execution is None else self.execution.to_json(),
             "chart": None if self.chart is None else {"kind": self.chart.kind, "figure": self.chart.figure,
@@ -186,21 +147,9 @@ class Answer:
         }
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return json_value(value)
-
-
-def build_answer(question: str, db: str, program: str, fields: dict[str, Any], source: DataSource) -> Answer:
-    """The page's view of ``run()``'s ``fields``: the final query re-checked and run read-only, a chart, candidates."""
-    sql = str(fields.get("query") or "")
-    execution = run_read_only(source, sql) if sql.strip() else None
+def build_answer(db: str, program: str, answer: Answer, source: DataSource) -> AnswerView:
+    """The page's view of ``answer``: the final query run read-only for its rows and a chart. The other readings
+    show the previews the program kept when it ran them; nothing else is run."""
+    execution = run_read_only(source, answer.sql) if answer.sql.strip() else None
     chart = choose_chart(execution.columns, execution.rows) if execution is not None and execution.ok else None
-    steps = fields.get("reasoning_steps") or []
-    return Answer(
-        question, db, program, fields, pretty_sql(sql, source.dialect), execution, chart,
-        candidates_from_trace(steps if isinstance(steps, list) else [], sql, source),
-    )
+    return AnswerView(db, program, answer, pretty_sql(answer.sql, source.dialect), execution, chart)

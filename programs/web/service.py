@@ -25,7 +25,7 @@ from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.progress import listen
 from text2sql_dspy.programs.question import check_question
-from text2sql_dspy.programs.web.answer import Answer, build_answer
+from text2sql_dspy.programs.web.answer import AnswerView, build_answer
 from text2sql_dspy.programs.web.jobs import AnswerQueue, Job
 
 HISTORY_LENGTH = 100
@@ -154,7 +154,7 @@ class Service:
                 self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm, **options)
             return self._programs[spec]
 
-    def _answer(self, job: Job) -> Answer:
+    def _answer(self, job: Job) -> AnswerView:
         """The worker's job: run the program with its progress going to the job, then build the page's view."""
         question: Question = job.payload
         target = self.config.databases[question.db]
@@ -162,9 +162,9 @@ class Service:
             job.emit("loading")
         with listen(lambda stage, detail: job.emit(stage, **detail)):
             program = self.program(question.program)
-            fields = program.run(question.question, db_path=target)
+            answer = program.run(question.question, db_path=target)
         job.emit("showing")
-        return build_answer(question.question, question.db, question.program, fields, self.source(question.db))
+        return build_answer(question.db, question.program, answer, self.source(question.db))
 
     @property
     def store(self) -> ExampleStore:

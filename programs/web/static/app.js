@@ -174,6 +174,13 @@ function wire(article) {
     });
   }
   article.querySelector(".right").addEventListener("click", () => save(article, article.dataset.sql));
+  article.querySelectorAll(".reading .pick").forEach((button) => {
+    button.addEventListener("click", async () => {
+      await save(article, button.closest(".reading").dataset.sql);  // picking a reading confirms it
+      article.querySelectorAll(".reading .pick").forEach((b) => { b.disabled = true; });
+      button.closest(".reading").classList.add("picked");
+    });
+  });
   article.querySelector(".wrong").addEventListener("click", () => {
     article.querySelector(".edit").hidden = false;
     article.querySelector(".sql-edit").focus();
