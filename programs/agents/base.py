@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.answer import Answer
+from text2sql_dspy.programs.conversation import Conversation, render_history
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.question import check_question
 from text2sql_dspy.programs.db.address import is_url
@@ -91,40 +92,51 @@ class Text2SQLProgram(dspy.Module):
             raise ConfigurationError("no database given: pass db_path=... (or schema_path=...) to the program.")
         return open_source(path, self.schema_path, self.docs_path)
 
-    def schema(self, source: DataSource, question: str, hint: str = "") -> SchemaView:
+    def schema(self, source: DataSource, question: str, hint: str = "", history: str = "") -> SchemaView:
         """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables;
         with an example store, the database's notes after the schema and its nearest pairs as demos; with the
-        question, the user's ``hint`` and the stored values like its words (:func:`question_facts`)."""
+        question, the conversation's earlier turns, the user's ``hint`` and the stored values like its words
+        (:func:`question_facts`)."""
         view = schema_view(
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
-        view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values, tables=view.tables))
+        view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values, tables=view.tables,
+                                                  history=history))
         if self.selector is None:
             return view
         notes, demos = self.selector.shown(source, question)
         return replace(view, text=with_notes(view.text, notes, pairs=bool(demos)), demos=tuple(demos))
 
-    def forward(self, question: str, db_path: str | None = None, hint: str = "") -> dspy.Prediction:
+    def forward(self, question: str, db_path: str | None = None, hint: str = "", history: Any = None) -> dspy.Prediction:
+        """``history``: the conversation's earlier turns (:class:`~..conversation.Turn` objects or dicts, or text)."""
         question = check_question(question)
         source = self.source(db_path)
         start = time.perf_counter()
         with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()), metered() as usage:
-            fields = self.answer(question, source, " ".join(str(hint or "").split()))
+            fields = self.answer(question, source, " ".join(str(hint or "").split()), render_history(history))
         fields.update(usage.to_dict())
         fields["latency_s"] = time.perf_counter() - start
         return dspy.Prediction(**fields)
 
-    def run(self, question: str, db_path: Path | str | None = None, hint: str = "") -> Answer:
-        """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says) as an :class:`Answer`."""
-        return Answer.from_fields(question, self.fields(question, db_path, hint))
+    def run(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None) -> Answer:
+        """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says; ``history``: the earlier
+        turns of its conversation) as an :class:`Answer`."""
+        return Answer.from_fields(question, self.fields(question, db_path, hint, history))
 
-    def fields(self, question: str, db_path: Path | str | None = None, hint: str = "") -> dict[str, Any]:
+    def fields(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None
+               ) -> dict[str, Any]:
         """``forward``'s fields as a plain dict: ``query``, ``explanation``, ``confidence``, ``judge_score``,
         ``readings``, ``reasoning_steps`` and the per-question metrics (what ``text2sql evaluate`` records)."""
-        return dict(self(question=question, db_path=None if db_path is None else str(db_path), hint=hint).items())
+        path = None if db_path is None else str(db_path)
+        return dict(self(question=question, db_path=path, hint=hint, history=history).items())
 
-    def answer(self, question: str, source: DataSource, hint: str = "") -> dict[str, Any]:
-        """Subclasses: the answer's fields (at least ``query``, ``explanation``, ``confidence``)."""
+    def conversation(self, db_path: Path | str | None = None) -> Conversation:
+        """A thread of follow-up questions over ``db_path`` (default: the program's database)."""
+        return Conversation(self, db_path)
+
+    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
+        """Subclasses: the answer's fields (at least ``query``, ``explanation``, ``confidence``); ``history`` is the
+        conversation's earlier turns as text (:func:`~..conversation.render_history`)."""
         raise NotImplementedError
 
 
@@ -145,11 +157,15 @@ def _path_or_url(target: Path | str) -> Path | str:
 
 
 def question_facts(
-    source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None
+    source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None,
+    history: str = "",
 ) -> str:
-    """What the drafting step is told with the question: the user's hint, then the stored values like its words
-    (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table only misleads)."""
-    parts = [f"Hint: {hint}"] if hint else []
+    """What the drafting step is told with the question: the conversation so far, the user's hint, then the stored
+    values like its words (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table
+    only misleads)."""
+    parts = [history] if history else []
+    if hint:
+        parts.append(f"Hint: {hint}")
     index = value_index(source) if values else None
     if index is not None:
         matches = render_matches(index.lookup(question, tables=tables))

@@ -21,8 +21,8 @@ class Baseline(Text2SQLProgram):
         super().__init__(*args, **kwargs)
         self.draft = dspy.Predict(DraftSQL)
 
-    def answer(self, question: str, source: DataSource, hint: str = "") -> dict[str, Any]:
-        view = self.schema(source, question, hint)
+    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
+        view = self.schema(source, question, hint, history)
         draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text, facts=view.facts,
                           examples=view.demos)
         sql, error = draft.sql, draft.error

@@ -136,13 +136,13 @@ class ReActAgent(Text2SQLProgram):
 
         return 0 if is_embedded_model(self.lm) else DEFAULT_REPAIR_STEPS
 
-    def answer(self, question: str, source: DataSource, hint: str = "") -> dict[str, Any]:
+    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
         judge = None
         if self.judge is not None:  # a misconfigured judge (bad model string, missing key) fails here, not later
             judge = partial(judge_sql, self.judge, self.judge_lm, explain=False)  # the verdict alone
-            if hint:  # the judge reads the question as the drafts did: with what its terms mean
-                judge = partial(_hinted, judge, hint)
-        view = self.schema(source, question, hint)
+            if hint or history:  # the judge reads the question as the drafts did: in its conversation, with its hint
+                judge = partial(_in_context, judge, history, hint)
+        view = self.schema(source, question, hint, history)
         state = AgentState(question, source, self.limits, judge, self.retrieval_type, self.top_k)
         state.retrieval_calls, trajectory = 1, {}  # the prompt's tables are the question's first retrieval
         state.note_tables(view.tables)
@@ -379,8 +379,10 @@ def repair_hints(candidate: Candidate, state: AgentState | None = None) -> str:
     return "\n".join(lines)
 
 
-def _hinted(judge: Any, hint: str, *, question: str, **inputs: Any) -> Any:
-    return judge(question=f"{question}\nHint: {hint}", **inputs)
+def _in_context(judge: Any, history: str, hint: str, *, question: str, **inputs: Any) -> Any:
+    text = "\n".join(part for part in (history, f"Now: {question}" if history else question,
+                                       f"Hint: {hint}" if hint else "") if part)
+    return judge(question=text, **inputs)
 
 
 def best_effort_answer(state: AgentState, reason: str | None) -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""Follow-up questions: the earlier turns of a conversation, shown to the model with the next question.
+
+``chat = agent.conversation(); chat.ask("Which countries have the most plants?"); chat.ask("only the
+operational ones")``. A :class:`Conversation` holds the turns; the program holds none (the history is an
+input of ``run``/``forward``, so a compiled program saves and loads as before). The drafting step sees the
+last :data:`MAX_TURNS` turns (question, accepted SQL, what it returned) after the cached schema, with the
+question, within :data:`MAX_HISTORY_CHARS`; V2's judge reads them with the question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from text2sql_dspy.programs.answer import Answer
+
+if TYPE_CHECKING:
+    from text2sql_dspy.programs.agents.base import Text2SQLProgram
+
+MAX_TURNS = 3
+MAX_HISTORY_CHARS = 1500  # about 400 tokens: the oldest turns go first
+
+
+class Turn(BaseModel):
+    """One earlier turn: the question, the SQL that answered it, and a short note of what that returned."""
+
+    question: str
+    sql: str = ""
+    result: str = ""
+
+    @classmethod
+    def of(cls, answer: Answer) -> Turn:
+        chosen = next((r for r in answer.readings if r.sql == answer.sql), None)
+        preview = chosen.preview if chosen is not None else None
+        result = ""
+        if preview is not None and preview.error is None:
+            more = "+" if preview.truncated else ""
+            result = f"{preview.row_count}{more} row{'' if preview.row_count == 1 else 's'}: {', '.join(preview.columns)}"
+        return cls(question=answer.question, sql=answer.sql, result=result)
+
+
+def render_history(turns: Iterable[Turn | dict[str, Any]] | str | None, *, max_turns: int = MAX_TURNS,
+                   max_chars: int = MAX_HISTORY_CHARS) -> str:
+    """The last ``max_turns`` turns as prompt text, oldest first, cut to ``max_chars`` by dropping the oldest;
+    "" for none. Text is taken as already rendered."""
+    if not turns:
+        return ""
+    if isinstance(turns, str):
+        return turns.strip()
+    parsed = [t if isinstance(t, Turn) else Turn.model_validate(t) for t in turns][-max_turns:]
+    blocks = [_block(t) for t in parsed]
+    while len(blocks) > 1 and sum(len(b) + 1 for b in blocks) > max_chars:
+        blocks.pop(0)
+    return "Earlier in this conversation:\n" + "\n".join(blocks)
+
+
+def _block(turn: Turn) -> str:
+    lines = [f"- Question: {turn.question}"]
+    if turn.sql:
+        lines.append(f"  SQL: {' '.join(turn.sql.split())}")
+    if turn.result:
+        lines.append(f"  It returned {turn.result}")
+    return "\n".join(lines)
+
+
+class Conversation:
+    """A thread of questions over one database: each ``ask`` sees the turns before it."""
+
+    def __init__(self, program: Text2SQLProgram, db_path: Path | str | None = None, *, max_turns: int = MAX_TURNS):
+        self.program = program
+        self.db_path = db_path
+        self.max_turns = max_turns
+        self.turns: list[Turn] = []
+
+    def ask(self, question: str, hint: str = "") -> Answer:
+        """Answer ``question`` in the light of the earlier turns; an answered turn joins the history."""
+        answer = self.program.run(question, self.db_path, hint, history=self.turns[-self.max_turns:])
+        if answer.sql:
+            self.turns.append(Turn.of(answer))
+        return answer
+
+    def start_over(self) -> None:
+        self.turns.clear()

@@ -1,0 +1,56 @@
+"""Conversations: earlier turns reach the drafting prompt (after the schema) and V2's judge; the program keeps no
+state; the history is bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dspy.utils.dummies import DummyLM
+
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.conversation import Turn, render_history
+from tests.fakes import GOOD_SQL, draft, logprob_lm, scripted_draft, scripted_verdict
+
+SUSPENDED = GOOD_SQL
+NAMES = "SELECT email FROM users WHERE status = 'suspended'"
+ACTIVE = "SELECT email FROM users WHERE status = 'active'"
+
+
+def prompt_of(lm: object, call: int) -> str:
+    return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
+
+
+def test_a_three_turn_conversation_shows_each_draft_the_turns_before_it(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = DummyLM([draft(SUSPENDED), draft(NAMES), draft(ACTIVE)])
+    agent = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm)
+    chat = agent.conversation()
+    assert chat.ask("How many users are suspended?").sql == SUSPENDED
+    assert chat.ask("Which ones?").sql == NAMES
+    assert chat.ask("And the active ones instead?").sql == ACTIVE
+    first, second, third = (prompt_of(lm, i) for i in range(3))
+    assert "Earlier in this conversation" not in first
+    assert "- Question: How many users are suspended?\n  SQL: " + SUSPENDED + "\n  It returned 1 row: count(*)" in second
+    assert "Which ones?" in third and NAMES in third and third.index("Earlier in this conversation") > third.index("CREATE TABLE")
+    assert [t.question for t in chat.turns] == ["How many users are suspended?", "Which ones?", "And the active ones instead?"]
+    assert not hasattr(agent, "turns") and "history" not in agent.dump_state()  # the program holds no conversation
+    chat.start_over()
+    assert chat.turns == []
+
+
+def test_v2_judges_a_follow_up_in_its_conversation(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(NAMES, 0.97), scripted_verdict(0.9)])
+    agent = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm)
+    turns = [Turn(question="How many users are suspended?", sql=SUSPENDED, result="1 row: count(*)")]
+    answer = agent.run("Which ones?", history=turns)  # plain run() takes the history too
+    assert answer.sql == NAMES
+    judge = prompt_of(lm, 1)
+    assert "Earlier in this conversation:\n- Question: How many users are suspended?" in judge and "Now: Which ones?" in judge
+
+
+def test_the_history_keeps_the_last_turns_within_its_budget() -> None:
+    turns = [{"question": f"question {i}", "sql": f"SELECT {i}"} for i in range(6)]
+    text = render_history(turns)
+    assert "question 2" not in text and all(f"question {i}" in text for i in (3, 4, 5))
+    long = [Turn(question="x" * 900, sql="SELECT 1"), Turn(question="the latest", sql="SELECT 2")]
+    assert "x" * 900 not in render_history(long, max_chars=500) and "the latest" in render_history(long, max_chars=500)
+    assert render_history(None) == "" and render_history([]) == ""
