@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
     parser.add_argument("--evidence", choices=["on", "off"], default="on",
                         help="pass each question's evidence (BIRD's hint) to the programs when the data has it (default: on)")
+    parser.add_argument("--databases", help="the Spider-format folder with the SQLite files when --data holds only "
+                        "questions (SParC over Spider: --databases ../shared/benchmarks/spider-public)")
+    parser.add_argument("--history", choices=["on", "off"], default="on",
+                        help="in conversations (SParC), show each turn the program's own earlier turns (default: on)")
     parser.add_argument("--values", choices=["on", "off"], default="on",
                         help="show the drafting step stored values like the question's words (default: on)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
@@ -64,7 +68,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from text2sql_dspy.programs.llm.llama_engine import clear_shared_caches
 
     programs = args.programs or [DEFAULT_PROGRAM]
-    examples = load_split(args.data, args.split, limit=args.limit)
+    examples = load_split(args.data, args.split, limit=args.limit, databases=args.databases)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
@@ -74,6 +78,10 @@ def evaluate(args: argparse.Namespace) -> int:
         run["evidence"] = "on"
     if args.values == "off":
         run["values"] = "off"
+    conversations = any(ex.get("turn") is not None for ex in examples)
+    history = conversations and args.history == "on"
+    if conversations:
+        run["history"] = "on" if history else "off"
     if args.docs:
         run["docs"] = str(Path(args.docs).resolve())
     if args.examples:
@@ -83,7 +91,8 @@ def evaluate(args: argparse.Namespace) -> int:
     _forget_service_failures(done, records_file)
     _rescore_stale(done, examples, records_file)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}"
-          f"; evidence {'on' if evidence else 'off'}; value lookup {args.values}")
+          f"; evidence {'on' if evidence else 'off'}; value lookup {args.values}"
+          + (f"; conversation history {'on' if history else 'off'}" if conversations else ""))
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
         if not todo:
@@ -92,7 +101,9 @@ def evaluate(args: argparse.Namespace) -> int:
         clear_shared_caches()  # no program may reuse the KV cache another one warmed
         failed_in_a_row = 0
         try:
-            for record in _answer_all(program, spec, todo, args.threads, evidence):
+            answers = (_answer_conversations(program, spec, examples, done, evidence) if history
+                       else _answer_all(program, spec, todo, args.threads, evidence))
+            for record in answers:
                 done[(spec, record["index"])] = record
                 with records_file.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(record, default=str) + "\n")
@@ -109,7 +120,8 @@ def evaluate(args: argparse.Namespace) -> int:
     records = {spec: [done[(spec, i)] for i in range(len(examples)) if (spec, i) in done] for spec in programs}
     summaries = {spec: summarize(rows) for spec, rows in records.items()}
     write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples),
-                                                        "evidence": "on" if evidence else "off", "value lookup": args.values})
+                                                        "evidence": "on" if evidence else "off", "value lookup": args.values,
+                                                        **({"history": "on" if history else "off"} if conversations else {})})
     print_table(summaries)
     print(f"report and plots: {out / 'report.md'}")
     return 0
@@ -163,14 +175,18 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int, evidence: boo
         bar.close()
 
 
-def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool = False) -> dict[str, Any]:
-    """Answer and score one question (with ``evidence``, its evidence as the hint); a failure is recorded, never raised."""
+def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool = False,
+               history: list | None = None) -> dict[str, Any]:
+    """Answer and score one question (with ``evidence``, its evidence as the hint; in a conversation, with the
+    ``history`` of its earlier turns); a failure is recorded, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
+    if example.get("turn") is not None:
+        record.update(interaction=example.interaction, turn=example.turn, history_turns=len(history or []))
     hint = str(example.get("evidence") or "") if evidence else ""
     if hint:
         record["hint"] = hint
     try:
-        pred = program(question=example.question, db_path=example.db_path, hint=hint)
+        pred = program(question=example.question, db_path=example.db_path, hint=hint, history=history)
         fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
         record.update(fields)
         steps = pred.get("reasoning_steps") or []
@@ -194,6 +210,29 @@ def compare_reading(query: str, example: Any) -> bool:
     from text2sql_dspy.optimize.metrics import compare_execution
 
     return compare_execution(query, example.gold_sql, example.db_path).match
+
+
+def _answer_conversations(program: Any, spec: str, examples: list, done: dict, evidence: bool = False):
+    """Yield a record per turn not yet answered, each conversation's turns in order, each with the program's own
+    earlier answers in that conversation as its history (answers kept from an earlier run included)."""
+    from text2sql_dspy.programs.answer import Answer
+    from text2sql_dspy.programs.conversation import Turn
+
+    todo = sum(1 for i in range(len(examples)) if (spec, i) not in done)
+    bar = tqdm(total=todo, desc=spec, unit="turn")
+    history: dict[Any, list] = {}
+    try:
+        for index, example in enumerate(examples):
+            turns = history.setdefault(example.interaction, [])
+            record = done.get((spec, index))
+            if record is None:
+                record = answer_one(program, spec, index, example, evidence, history=list(turns))
+                bar.update()
+                yield record
+            if record.get("query"):
+                turns.append(Turn.of(Answer.from_fields(example.question, record)))
+    finally:
+        bar.close()
 
 
 def scored(query: str, example: Any) -> dict[str, Any]:

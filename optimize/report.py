@@ -54,6 +54,15 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "judge_ece": expected_calibration_error(judged),
     }
     summary.update(judge_reliability(judged))
+    turns = [r for r in records if r.get("turn") is not None]
+    if turns:
+        conversations: dict[Any, list[bool]] = {}
+        for r in turns:
+            conversations.setdefault(r["interaction"], []).append(bool(r.get("correct")))
+        summary["first_turn_accuracy"] = _share(r.get("correct") for r in turns if r["turn"] == 0)
+        summary["later_turn_accuracy"] = _share(r.get("correct") for r in turns if r["turn"] > 0)
+        summary["interaction_accuracy"] = _share(all(c) for c in conversations.values())
+        summary["interactions"] = len(conversations)
     unsure = [r for r in records if r.get("alternatives_correct")]
     summary["unsure"] = len(unsure)
     summary["unsure_first_right"] = sum(bool(r.get("correct")) for r in unsure)
@@ -173,6 +182,9 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         ("Final judge score", "final_judge_score_mean", "{:.2f}"),
         ("Judge improvement", "judge_improvement_mean", "{:.2f}"),
         ("Semantic corrections", "semantic_corrections_mean", "{:.2f}"),
+        ("Conversations: first turns right", "first_turn_accuracy", "{:.1%}"),
+        ("Conversations: later turns right", "later_turn_accuracy", "{:.1%}"),
+        ("Conversations: every turn right (interaction accuracy)", "interaction_accuracy", "{:.1%}"),
         ("Unsure answers (two readings shown)", "unsure", "{}"),
         ("... of which the first reading is right", "unsure_first_right", "{}"),
         ("... of which either reading is right", "unsure_either_right", "{}"),
@@ -185,10 +197,14 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         "",
         *([f"Evidence (the data's per-question hints): {meta['evidence']}; value lookup: {meta.get('value lookup', 'on')}.",
            ""] if "evidence" in meta else []),
+        *([f"Conversations (SParC): each turn shown the program's own earlier turns: {meta['history']}.", ""]
+          if "history" in meta else []),
         "| Metric | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
     ]
     for label, key, fmt in rows:
+        if key.endswith(("turn_accuracy", "interaction_accuracy")) and all(summaries[n].get(key) is None for n in names):
+            continue  # not a conversation set
         cells = [_fmt(summaries[n].get(key), fmt) for n in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if len(names) > 1:

@@ -87,10 +87,16 @@ def _is_split_file(path: Path) -> bool:
     return path.stem != "tables" and not path.stem.endswith("_tables") and path.name != DATABASES_FILE
 
 
-def load_split(data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limit: int | None = None) -> list[dspy.Example]:
-    """Read ``<data_dir>/<split>.json`` with HF ``datasets``; the first ``limit`` records if given."""
-    from datasets import load_dataset  # heavy import, kept off the CLI's start-up path
+def load_split(
+    data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limit: int | None = None,
+    databases: Path | str | None = None,
+) -> list[dspy.Example]:
+    """Read ``<data_dir>/<split>.json`` with HF ``datasets``; the first ``limit`` records if given.
 
+    SParC's format (``database_id``, ``interaction: [{utterance, query}]``) gives one example per turn, with its
+    ``interaction`` and ``turn`` numbers. ``databases``: the folder that holds the SQLite files when ``data_dir``
+    holds only questions (SParC's dev set over Spider's databases).
+    """
     folder = Path(data_dir)
     file = folder / f"{split}.json"
     if not file.is_file():
@@ -98,10 +104,33 @@ def load_split(data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limi
         raise ConfigurationError(
             f"no split {split!r} in {folder} (expected {file}). Available splits: {', '.join(available) or 'none'}."
         )
+    where = Path(databases) if databases is not None else folder
+    with file.open(encoding="utf-8") as fh:
+        head = fh.read(4096)
+    if '"interaction"' in head:
+        return _turns(where, json.loads(file.read_text(encoding="utf-8")), split, limit)
+    from datasets import load_dataset  # heavy import, kept off the CLI's start-up path
+
     records = load_dataset("json", data_files=str(file), split="train")
     if limit is not None:
         records = records.select(range(min(limit, len(records))))
-    return [_to_example(folder, r, split) for r in records]
+    return [_to_example(where, r, split) for r in records]
+
+
+def _turns(folder: Path, interactions: list[dict], split: str, limit: int | None) -> list[dspy.Example]:
+    """SParC's conversations, one example per turn, in order (the first ``limit`` turns)."""
+    examples = []
+    for number, item in enumerate(interactions):
+        db_id = item.get("database_id") or item.get("db_id")
+        target = database_target(folder, db_id, split)
+        for turn, step in enumerate(item.get("interaction") or []):
+            examples.append(dspy.Example(
+                question=step["utterance"], db_id=db_id, db_path=target, gold_sql=gold_sql(step), evidence="",
+                interaction=number, turn=turn,
+            ).with_inputs("question", "db_path"))
+            if limit is not None and len(examples) >= limit:
+                return examples
+    return examples
 
 
 def load_spider_from_hub(split: str = "validation", *, limit: int | None = None) -> list[dspy.Example]:

@@ -143,3 +143,54 @@ def test_evidence_reaches_the_prompt_as_a_hint_and_the_report_says_so(tmp_path: 
         record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
         assert record.get("hint", "") == ("suspended refers to status = 'suspended'" if evidence == "on" else "")
         assert f"Evidence (the data's per-question hints): {evidence};" in (out / "report.md").read_text()
+
+
+SPARC = [
+    {"database_id": "tiny", "interaction": [
+        {"utterance": "How many users are suspended?", "query": "SELECT count(*) FROM users WHERE status = 'suspended'"},
+        {"utterance": "Which ones?", "query": "SELECT email FROM users WHERE status = 'suspended'"},
+    ]},
+    {"database_id": "tiny", "interaction": [
+        {"utterance": "List user emails.", "query": "SELECT email FROM users"},
+    ]},
+]
+
+
+def test_sparc_conversations_are_answered_in_order_with_their_own_history(tmp_path: Path, tiny_db: Path) -> None:
+    databases = spider_folder(tmp_path, tiny_db)
+    sparc = tmp_path / "sparc"
+    sparc.mkdir()
+    (sparc / "dev.json").write_text(json.dumps(SPARC))
+    argv = ["--data", str(sparc), "--split", "dev", "--databases", str(databases), "--program", "baseline",
+            "--retrieval", "keyword"]
+    wrong_second = "SELECT email FROM users"
+    for history, out in (("on", tmp_path / "on"), ("off", tmp_path / "off")):
+        lm = DummyLM([draft(SPARC[0]["interaction"][0]["query"]), draft(wrong_second), draft("SELECT email FROM users")])
+        with dspy.context(lm=lm):
+            assert evaluation.main([*argv, "--history", history, "--out", str(out)]) == 0
+        second_prompt = [m for m in lm.history[1]["messages"] if m["role"] == "user"][-1]["content"]
+        assert ("- Question: How many users are suspended?" in second_prompt) == (history == "on")
+        assert "- Question" not in [m for m in lm.history[2]["messages"] if m["role"] == "user"][-1]["content"]
+        records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+        assert [(r["interaction"], r["turn"], r["correct"]) for r in records] == [(0, 0, True), (0, 1, False), (1, 0, True)]
+        assert [r["history_turns"] for r in records] == ([0, 1, 0] if history == "on" else [0, 0, 0])
+        report = (out / "report.md").read_text()
+        assert "| Conversations: later turns right | 0.0% |" in report
+        assert "| Conversations: every turn right (interaction accuracy) | 50.0% |" in report
+        assert f"each turn shown the program's own earlier turns: {history}." in report
+
+
+def test_a_resumed_conversation_rebuilds_its_history_from_the_kept_answers(tmp_path: Path, tiny_db: Path) -> None:
+    databases, sparc, out = spider_folder(tmp_path, tiny_db), tmp_path / "sparc", tmp_path / "run"
+    sparc.mkdir()
+    (sparc / "dev.json").write_text(json.dumps(SPARC))
+    argv = ["--data", str(sparc), "--split", "dev", "--databases", str(databases), "--program", "baseline",
+            "--retrieval", "keyword", "--out", str(out)]
+    with dspy.context(lm=DummyLM([draft(SPARC[0]["interaction"][0]["query"])])):
+        assert evaluation.main([*argv, "--limit", "1"]) == 0
+    lm = DummyLM([draft(SPARC[0]["interaction"][1]["query"]), draft("SELECT email FROM users")])
+    with dspy.context(lm=lm):  # the first turn is kept: only the other two are asked
+        assert evaluation.main(argv) == 0
+    prompt = [m for m in lm.history[0]["messages"] if m["role"] == "user"][-1]["content"]
+    assert "- Question: How many users are suspended?\n  SQL: SELECT count(*) FROM users WHERE status = 'suspended'" in prompt
+    assert len(lm.history) == 2
