@@ -18,37 +18,52 @@ DOCS_HELP = (
     "schema.yml, or a folder of dbt .yml files (default: database_description/ beside a SQLite file, if there)"
 )
 
-def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
-    ask.add_argument("question")
-    ask.add_argument(
+def add_program_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the database and the program (``ask`` and ``chat``)."""
+    parser.add_argument(
         "--db",
         help="database: a SQLite file, sqlite:///PATH, postgresql://USER@HOST/DBNAME or duckdb:///PATH.duckdb "
         "(default: the bundled demo database)",
     )
-    ask.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
-    ask.add_argument("--docs", help=DOCS_HELP)
+    parser.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
+    parser.add_argument("--docs", help=DOCS_HELP)
+    parser.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
+    parser.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
+    parser.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
+    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
+    parser.add_argument("--top-k", type=positive_int, default=5)
+    parser.add_argument("--examples", help="the example store whose pairs and notes are shown, and where --save saves "
+                        "(default: $TEXT2SQL_EXAMPLES or the cache dir; a compiled program: its own store)")
+    parser.add_argument("--no-examples", action="store_true", help="show no stored pairs or notes")
+
+
+def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
+    ask.add_argument("question")
+    add_program_arguments(ask)
     ask.add_argument("--hint", default="", help="what the question's terms mean, e.g. \"Title 1 funding is column c14\"")
-    ask.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
-    ask.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
-    ask.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
-    ask.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    ask.add_argument("--top-k", type=positive_int, default=5)
     ask.add_argument("--trace", action="store_true", help="show the agent's reasoning steps")
     ask.add_argument("--execute", action="store_true", help="run the query read-only and show the first rows")
     ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")
     ask.add_argument("--json", action="store_true", help="print the whole result as JSON")
     ask.add_argument("--save", action="store_true", help="store the answer as a confirmed pair (same checks as learn)")
+    ask.add_argument("--continue", dest="follow_up", action="store_true", help="a follow-up: the last question "
+                     "asked (over the same database) and its answer are shown with this one")
     ask.add_argument("--pick", type=positive_int, help="when the answer is unsure: take reading N (1 or 2) without "
                      "asking, and store it as a confirmed pair")
-    ask.add_argument("--examples", help="the example store whose pairs and notes are shown, and where --save saves "
-                     "(default: $TEXT2SQL_EXAMPLES or the cache dir; a compiled program: its own store)")
-    ask.add_argument("--no-examples", action="store_true", help="show no stored pairs or notes")
+
+
+def build_program(args: argparse.Namespace, db_path: str):  # noqa: ANN201 - a Text2SQLProgram, imported lazily
+    from text2sql_dspy.programs.agents.registry import make_program
+
+    return make_program(
+        args.program, db_path=db_path, schema_path=args.schema, docs=args.docs, retrieval_type=args.retrieval,
+        top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model, examples=_examples_option(args),
+    )
 
 
 def ask(args: argparse.Namespace) -> int:
     from text2sql_dspy.programs.question import check_question
     from text2sql_dspy.programs.bundled import ensure_bundled_database
-    from text2sql_dspy.programs.agents.registry import make_program
 
     question = check_question(args.question)
     db_path = args.db or str(ensure_bundled_database())
@@ -56,18 +71,13 @@ def ask(args: argparse.Namespace) -> int:
         from text2sql_dspy.programs.examples.store import ExampleStore
 
         ExampleStore(args.examples)
-    program = make_program(
-        args.program,
-        db_path=db_path,
-        schema_path=args.schema,
-        docs=args.docs,
-        retrieval_type=args.retrieval,
-        top_k=args.top_k,
-        model_id=args.model,
-        judge_model_id=args.judge_model,
-        examples=_examples_option(args),
-    )
-    answer = program.run(question, hint=args.hint)
+    program = build_program(args, db_path)
+    from text2sql_dspy.programs.conversation import Turn, load_last, save_last
+
+    turns = load_last(str(db_path)) if args.follow_up else []
+    if args.follow_up and not turns:
+        print("note: no earlier question over this database to follow up; answering this one alone", file=sys.stderr)
+    answer = program.run(question, hint=args.hint, history=turns)
     if args.json:
         print(answer.model_dump_json(indent=2))
     if answer.alternatives and (args.pick is not None or not args.json):
@@ -75,6 +85,8 @@ def ask(args: argparse.Namespace) -> int:
         if picked is not None:
             args.save = True  # a picked reading is a confirmed pair
             answer = answer.model_copy(update={"sql": picked.sql, "explanation": ""})
+    if answer.sql:
+        save_last(str(db_path), [*turns, Turn.of(answer)])  # what --continue follows up on
     if args.json:
         return save_if_asked(args, program.source(db_path), question, answer.sql)
     print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")

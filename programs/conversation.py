@@ -9,6 +9,7 @@ question, within :data:`MAX_HISTORY_CHARS`; V2's judge reads them with the quest
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from text2sql_dspy.programs.answer import Answer
+from text2sql_dspy.programs.cache import default_cache_dir
 
 if TYPE_CHECKING:
     from text2sql_dspy.programs.agents.base import Text2SQLProgram
@@ -84,3 +86,25 @@ class Conversation:
 
     def start_over(self) -> None:
         self.turns.clear()
+
+
+def last_conversation_file() -> Path:
+    """Where ``text2sql ask`` keeps the last conversation (``--continue`` goes on with it)."""
+    return default_cache_dir() / "conversation.json"
+
+
+def load_last(db: str) -> list[Turn]:
+    """The last conversation's turns if it was over ``db``, else none (a conversation never crosses databases)."""
+    try:
+        data = json.loads(last_conversation_file().read_text(encoding="utf-8"))
+        return [Turn.model_validate(t) for t in data["turns"]] if data.get("db") == db else []
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def save_last(db: str, turns: list[Turn]) -> None:
+    file = last_conversation_file()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"db": db, "turns": [t.model_dump() for t in turns[-MAX_TURNS:]]}), encoding="utf-8")
+    tmp.replace(file)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from text2sql_dspy.optimize.compile_command import COMPILE
 from text2sql_dspy.optimize.evaluation import EVALUATE
+from text2sql_dspy.programs.chat_command import CHAT
 from text2sql_dspy.programs.cli import ASK
 from text2sql_dspy.programs.command import EXIT_USER_ERROR, Command, run_command
 from text2sql_dspy.programs.examples.commands import EXAMPLES, LEARN
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def commands() -> list[Command]:
     """Every subcommand, in the order ``--help`` lists them."""
-    return [ASK, COMPILE, EVALUATE, LEARN, EXAMPLES, SERVE]
+    return [ASK, CHAT, COMPILE, EVALUATE, LEARN, EXAMPLES, SERVE]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
