@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -162,14 +163,11 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
 def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The app over a database with a hostile cell, on a scripted model, served by uvicorn in this process (no model load)."""
     import sqlite3
-    import threading
 
-    import uvicorn
     from dspy.utils import DummyLM
 
     from tests.fakes import draft
     from tests.web_fakes import scripted_service
-    from text2sql_dspy.programs.web.app import create_app, loopback_hosts
 
     db = tmp_path / "hostile.sqlite"
     with sqlite3.connect(db) as conn:
@@ -177,6 +175,19 @@ def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         conn.executemany("INSERT INTO notes VALUES (?, ?, ?)", [(1, HOSTILE, 3), (2, "plain", 5)])
     store = tmp_path / "examples.sqlite"
     service = scripted_service(db, DummyLM([draft("SELECT body, score FROM notes ORDER BY id")] * 10), examples_path=store)
+    with served(service) as url:
+        yield url, store
+
+
+@contextmanager
+def served(service: object) -> Iterator[str]:
+    """``service``'s app served by uvicorn on a free loopback port in a thread of this process; its URL."""
+    import threading
+
+    import uvicorn
+
+    from text2sql_dspy.programs.web.app import create_app, loopback_hosts
+
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts=loopback_hosts("127.0.0.1")),
                                            host="127.0.0.1", port=port, log_level="error"))
@@ -185,7 +196,7 @@ def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     while not server.started:
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}", store
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)
@@ -246,28 +257,12 @@ def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripte
 @pytest.fixture
 def unsure_server(tiny_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The app over the tiny database on a scripted V2 whose two readings the checks cannot decide between."""
-    import threading
-
-    import uvicorn
-
     from tests.test_web_api import unsure_lm
     from tests.web_fakes import scripted_service
-    from text2sql_dspy.programs.web.app import create_app, loopback_hosts
 
     store = tmp_path / "examples.sqlite"
-    service = scripted_service(tiny_db, unsure_lm(), program="v2", examples_path=store)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts=loopback_hosts("127.0.0.1")),
-                                           host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}", store
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with served(scripted_service(tiny_db, unsure_lm(), program="v2", examples_path=store)) as url:
+        yield url, store
 
 
 def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_server, browser, tiny_db: Path) -> None:  # noqa: ANN001
