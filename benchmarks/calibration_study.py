@@ -5,7 +5,8 @@
 
 Each RUN is a ``text2sql evaluate`` output folder (its ``records.jsonl``). For every set in turn, a
 logistic map (scikit-learn) and an isotonic map of the confidence are fitted on the other sets' records
-and scored on this one: ECE (10 bins) and ROC AUC, against the confidence the program reports. The
+and scored on this one: ECE (10 bins) and ROC AUC, against the confidence the program reports. Then, per
+threshold, how many answers the reported confidence covers and how many of those are right. The
 signals are the ones every record carries: the judge's probability, the reported confidence, the share
 of drafts that agree, the number of drafts, whether the query validated, whether the answer is a
 fallback, and the LM calls spent.
@@ -61,6 +62,14 @@ def main() -> None:
         isotonic = IsotonicRegression(out_of_bounds="clip").fit(x[:, 1], y).predict(xt[:, 1])
         print(f"{held:<14}{len(records):>5}{yt.mean():>8.1%}  {scored(xt[:, 1], yt):<24}{scored(logistic, yt):<34}"
               f"{scored(isotonic, yt)}")
+    print("\nanswers with reported confidence >= t: the share of the set covered, and the share of those right")
+    for t in (0.5, 0.6, 0.7, 0.75):
+        cells = []
+        for name, records in sets.items():
+            kept = [r for r in records if float(r.get("confidence") or 0.0) >= t]
+            right = sum(bool(r.get("correct")) for r in kept) / len(kept) if kept else float("nan")
+            cells.append(f"{name}: {len(kept) / len(records):4.0%} covered, {right:4.0%} right")
+        print(f"t={t:.2f}  " + " | ".join(cells))
 
 
 if __name__ == "__main__":
