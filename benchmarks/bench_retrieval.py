@@ -42,6 +42,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from text2sql_dspy.programs.db.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
+from text2sql_dspy.programs.db.database import open_database  # noqa: E402
+from text2sql_dspy.programs.db.samples import sampled  # noqa: E402
 from text2sql_dspy.programs.db.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     DEFAULT_KEYWORD_WEIGHT,
@@ -56,7 +58,7 @@ KS = (3, 5)
 
 
 def with_samples_if_present(catalog: Catalog, db_path: Path) -> Catalog:
-    return catalog.with_samples(db_path) if db_path.is_file() else catalog
+    return sampled(catalog, open_database(db_path)) if db_path.is_file() else catalog
 
 
 def spider_sets(folder: Path, limit: int | None) -> list[tuple[str, list[dict], dict[str, Catalog]]]:

@@ -128,7 +128,7 @@ def test_ask_save_stores_the_answer_as_confirmed(capsys: pytest.CaptureFixture[s
     assert "saved pair #1 of database 'tiny'" in captured.err
     assert stored(store_path, tiny_db) == [("pair", QUESTION, GOOD_SQL, "confirmed")]
     assert ask(tiny_db, store_path, GOOD_SQL, "--json") == 0
-    assert json.loads(capsys.readouterr().out)["query"] == GOOD_SQL  # the JSON stays clean; the note goes to stderr
+    assert json.loads(capsys.readouterr().out)["sql"] == GOOD_SQL  # the JSON stays clean; the note goes to stderr
     assert len(stored(store_path, tiny_db)) == 1
 
 

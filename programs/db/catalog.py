@@ -7,7 +7,7 @@ schema is rendered into a prompt:
 * :func:`introspect_sqlite` — a live SQLite file;
 * :func:`load_spider_tables` — Spider/BIRD ``tables.json``.
 
-:func:`Catalog.with_samples` adds a few stored values per column, read from the database.
+:func:`~.samples.sampled` adds a few stored values per column, read from the database.
 """
 
 from __future__ import annotations
@@ -181,15 +181,6 @@ class Catalog(BaseModel):
         """``CREATE TABLE`` statements for ``names`` (default: every table), separated by blank lines."""
         tables = self.tables if names is None else self.subset(names).tables
         return "\n\n".join(t.render(samples=samples, brief=brief, values_only=values_only) for t in tables)
-
-    def with_samples(self, database: Any, per_column: int = 3, max_chars: int = 40) -> Catalog:
-        """A copy whose columns carry up to ``per_column`` stored values (text shortened to ``max_chars``).
-
-        ``database`` is an open :class:`~.database.Database`, or a path or URL to open.
-        """
-        from text2sql_dspy.programs.db.samples import sampled
-
-        return sampled(self, database, per_column, max_chars)
 
 
 def connect_readonly(db_path: Path) -> sqlite3.Connection:

@@ -18,15 +18,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from text2sql_dspy.programs.db.address import DatabaseAddress, parse_address
 from text2sql_dspy.programs.db.catalog import connect_readonly
+from text2sql_dspy.programs.db.engines import open_engine_database
+from text2sql_dspy.programs.db.query_result import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
 
-DEFAULT_TIMEOUT_S = 5.0
-DEFAULT_MAX_ROWS = 1000
+__all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "Database", "QueryResult", "SQLiteDatabase", "open_database"]
+
 MAX_VALUE_BYTES = 10_000_000  # largest string or blob a query may build (SQLite's own default is 1 GB)
 
 _ALLOWED_ACTIONS = {
@@ -36,23 +37,6 @@ _ALLOWED_ACTIONS = {
     sqlite3.SQLITE_RECURSIVE,
 }
 _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    """Outcome of one query: rows on success, else ``error`` (never both)."""
-
-    columns: list[str] = field(default_factory=list)
-    rows: list[tuple] = field(default_factory=list)
-    truncated: bool = False
-    error: str | None = None
-    timed_out: bool = False
-    denied: bool = False  # the engine refused it as a write or a forbidden action
-    elapsed_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 class Database(Protocol):
@@ -139,6 +123,4 @@ def open_database(target: Path | str | DatabaseAddress, **options: float | int) 
     address = parse_address(target)
     if address.engine == "sqlite":
         return SQLiteDatabase(address.path, **options)
-    from text2sql_dspy.programs.db.engines import open_engine_database
-
     return open_engine_database(address, **options)

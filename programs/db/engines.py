@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.db.address import DatabaseAddress
-from text2sql_dspy.programs.db.database import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
+from text2sql_dspy.programs.db.query_result import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
 from text2sql_dspy.programs.errors import DatabaseError
 
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000

@@ -22,11 +22,8 @@ _NUMERIC_WORDS = ("INT", "NUMERIC", "DECIMAL", "REAL", "DOUBLE", "FLOAT")
 
 
 def sampled(catalog: Catalog, database: Any, per_column: int = 3, max_chars: int = 40) -> Catalog:
-    """A copy of ``catalog`` whose columns carry up to ``per_column`` distinct non-null stored values."""
-    if not hasattr(database, "execute"):
-        from text2sql_dspy.programs.db.database import open_database
-
-        database = open_database(database)
+    """A copy of ``catalog`` whose columns carry up to ``per_column`` distinct non-null stored values, read through
+    ``database`` (an open :class:`~.database.Database`)."""
     statistics = _postgres_statistics(database) if database.dialect == "postgres" else {}
     tables = []
     for table in catalog.tables:

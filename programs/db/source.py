@@ -17,6 +17,7 @@ from text2sql_dspy.programs.db.introspection import introspect
 from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.db.requalify import requalified
+from text2sql_dspy.programs.db.samples import sampled
 from text2sql_dspy.programs.db.validator import SQLValidator
 from text2sql_dspy.programs.db.values import value_index
 
@@ -130,7 +131,7 @@ def open_source(
                 check_agreement(catalog, actual)
             if docs is not None:
                 catalog = with_docs(catalog, load_docs(docs))
-            _cache[key] = DataSource(db_id, catalog.with_samples(database), database)
+            _cache[key] = DataSource(db_id, sampled(catalog, database), database)
         return _cache[key]
 
 

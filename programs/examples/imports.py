@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import sqlglot
 from sqlglot import ErrorLevel
@@ -27,8 +27,14 @@ from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.identity import database_key
 
-if TYPE_CHECKING:
-    from text2sql_dspy.programs.examples.store import ExampleStore
+
+
+class Store(Protocol):
+    """What an import needs of the example store (:class:`~.store.ExampleStore`)."""
+
+    def save_pair(self, source: DataSource, question: str, sql: str, *, origin: str = ...) -> Any: ...
+
+    def save_note(self, source: DataSource, text: str, *, origin: str = ...) -> Any: ...
 
 FILE_FORMAT = 'a JSON list of {"question": ..., "sql": ...} or a CSV with question,sql columns'
 
@@ -71,7 +77,7 @@ class ImportReport:
         return f"added {self.added}, merged {self.merged}, already stored {self.unchanged}, refused {len(self.refused)}"
 
 
-def import_entries(store: ExampleStore, source: DataSource, entries: Iterable[Entry], *, bar: tqdm | None = None) -> ImportReport:
+def import_entries(store: Store, source: DataSource, entries: Iterable[Entry], *, bar: tqdm | None = None) -> ImportReport:
     """Save each entry through the store's checks; a refusal is recorded, never raised. ``bar`` counts entries."""
     report = ImportReport(keys={source.db_id: database_key(source)})
     for entry in map(partial(in_dialect_of, source), entries):
@@ -135,7 +141,7 @@ def _entry(record: dict[str, Any], origin: str) -> Entry:
     return Entry(kind, record.get("question"), sql, str(record.get("origin") or origin), str(record.get("dialect") or ""))
 
 
-def import_split_into(store: ExampleStore, data_dir: Path, split: str, origin: str, *, progress: bool) -> ImportReport:
+def import_split_into(store: Store, data_dir: Path, split: str, origin: str, *, progress: bool) -> ImportReport:
     """A Spider-format split's pairs, each into its ``db_id``'s database (found as :mod:`..dataset` finds it),
     one database at a time. Gold SQL is SQLite (Spider's convention); for another engine it is transpiled."""
     from text2sql_dspy.programs.dataset import load_split
