@@ -4,8 +4,8 @@
     python benchmarks/compare_runs.py runs/served-sqlite runs/served-pg --program baseline --program v2
     python benchmarks/compare_runs.py runs/v2 runs/compiled --pair v2=runs/compiled/v2-bundled.json
 
-Questions are matched by their text, so a run over a whole split and a run over a filtered copy of
-it (``benchmarks/load_postgres.py`` leaves out gold queries that do not transpile) compare like
+Questions are matched by their text (a conversation's turns by their conversation and place too), so a
+run over a whole split and a run over a filtered copy of it (``benchmarks/load_postgres.py`` leaves out gold queries that do not transpile) compare like
 with like. For each program: execution accuracy in each run on the shared questions, the questions
 right in one run only, and the two-sided sign test on those.
 """
@@ -24,6 +24,9 @@ from text2sql_dspy.optimize.report import paired_comparison
 def by_program(run: Path) -> dict[str, list[dict]]:
     programs: dict[str, list[dict]] = {}
     for (program, _), record in sorted(load_records(run / "records.jsonl").items()):
+        record["match_key"] = record["question"]
+        if record.get("turn") is not None:  # a conversation's turn: its text recurs in other conversations
+            record["match_key"] = (record["interaction"], record["turn"], record["question"])
         programs.setdefault(program, []).append(record)
     return programs
 
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {}
     print(f"{'program':<12} {'shared':>6} {args.first.name:>16} {args.second.name:>16} {'only 1st':>8} {'only 2nd':>8} {'sign p':>7}")
     for program, other in pairs:
-        paired = paired_comparison(first[program], second[other], key="question")
+        paired = paired_comparison(first[program], second[other], key="match_key")
         n = paired["questions"]
         label = program if program == other else f"{program}={Path(other).name}"
         print(f"{label:<12} {n:6d} {paired['reference_correct'] / n:16.1%} {paired['other_correct'] / n:16.1%} "
