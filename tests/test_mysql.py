@@ -208,6 +208,21 @@ def test_copying_a_sqlite_database_into_mariadb_keeps_every_row(mariadb: Server,
     assert database.execute("SELECT COUNT(*) FROM users").rows == open_database(tiny_db).execute("SELECT COUNT(*) FROM users").rows
 
 
+def test_a_copy_carries_the_documentation_as_comments(mariadb: Server, tiny_db: Path, tiny_schemas: Path) -> None:
+    documented = open_source(tiny_db, tiny_schemas).catalog  # the schema folder documents the tables
+    users = documented.table("users")
+    status = "Account state:\n'active' or 'suspended'."  # a column's description, over two lines
+    columns = [c.model_copy(update={"description": status}) if c.name == "status" else c for c in users.columns]
+    users = users.model_copy(update={"columns": columns})
+    documented = documented.model_copy(update={"tables": [users if t.name == "users" else t for t in documented.tables]})
+    url = mariadb.create_database("tiny_documented")
+    copy_sqlite_database(tiny_db, url, docs=documented)
+    copied = open_source(mariadb.reader_url("tiny_documented")).catalog.table("users")
+    assert copied.description == "People who can sign in."
+    assert copied.column("status").description == "Account state: 'active' or 'suspended'."
+    assert copied.column("email").description == ""
+
+
 def test_execution_match_runs_sqlite_gold_on_mariadb(mariadb: Server) -> None:
     url = mariadb.reader_url("spider_like")
     comparison = compare_execution("SELECT name FROM singer WHERE country = 'France'",

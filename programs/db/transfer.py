@@ -15,15 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.db.address import parse_address
-from text2sql_dspy.programs.db.catalog import connect_readonly, introspect_sqlite
+from text2sql_dspy.programs.db.catalog import Catalog, connect_readonly, introspect_sqlite
 from text2sql_dspy.programs.errors import DatabaseError
 
 _INTEGER_WORDS = ("INT",)
 _REAL_WORDS = ("REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL", "NUMBER")
 
 
-def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool = True) -> list[str]:
-    """Copy every table of ``sqlite_path`` into the (empty, or ``replace``-d) database at ``target``; the table names."""
+def copy_sqlite_database(
+    sqlite_path: Path | str, target: str, *, replace: bool = True, docs: Catalog | None = None
+) -> list[str]:
+    """Copy every table of ``sqlite_path`` into the (empty, or ``replace``-d) database at ``target``; the table names.
+
+    ``docs``: a catalog whose table and column descriptions (a schema folder's, BIRD's CSVs) become the copy's
+    ``COMMENT``s on PostgreSQL and MySQL/MariaDB, where the catalog reads them back; DuckDB gets none."""
     from sqlalchemy import Column, ForeignKeyConstraint, MetaData, PrimaryKeyConstraint, Table, create_engine, types
 
     address = parse_address(target)
@@ -39,14 +44,17 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
         source.close()
     metadata = MetaData()
     keys = _key_columns(catalog) if mysql else set()
+    commented = docs is not None and address.engine in ("postgresql", "mysql")
     for table in catalog.tables:
         values = rows[table.name]
+        documented = docs.table(table.name) if commented else None
         columns = [
             Column(
                 fold(c.name),
                 _sql_type(c.type, [r[i] for r in values], types, mysql=mysql, key=(table.name.lower(), c.name.lower()) in keys),
                 nullable=True,
                 autoincrement=False,
+                comment=_description(documented.column(c.name) if documented is not None else None),
             )
             for i, c in enumerate(table.columns)
         ]
@@ -55,7 +63,7 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
         indexable = not mysql or all(columns[i].type.__class__.__name__ not in ("LONGTEXT", "LONGBLOB") for i in positions)
         if table.primary_key and indexable and _unique_key(values, positions, fold_text=mysql):
             constraints.append(PrimaryKeyConstraint(*[fold(k) for k in table.primary_key]))
-        Table(fold(table.name), metadata, *columns, *constraints)
+        Table(fold(table.name), metadata, *columns, *constraints, comment=_description(documented))
     _add_foreign_keys(catalog, rows, metadata, fold, ForeignKeyConstraint)
     if address.path is not None:
         address.path.parent.mkdir(parents=True, exist_ok=True)  # a new DuckDB file
@@ -77,6 +85,11 @@ def copy_sqlite_database(sqlite_path: Path | str, target: str, *, replace: bool 
     finally:
         engine.dispose()
     return [fold(t.name) for t in catalog.tables]
+
+
+def _description(documented: Any) -> str | None:
+    text = " ".join(str(getattr(documented, "description", "") or "").split())
+    return text[:1000] or None  # MySQL's column comments stop at 1,024 characters
 
 
 def _sql_type(declared: str, values: list, types: Any, *, mysql: bool = False, key: bool = False) -> Any:
