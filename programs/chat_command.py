@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from text2sql_dspy.programs.cli import add_program_arguments, build_program, pick_reading, save_if_asked
+from text2sql_dspy.programs.cli import add_program_arguments, build_program, pick_reading, print_rows, save_if_asked
 from text2sql_dspy.programs.command import Command
 
 PROMPT = "? "
@@ -67,17 +67,8 @@ def chat(args: argparse.Namespace) -> int:
 
 
 def _rows(source, sql: str, limit: int = 10) -> None:  # noqa: ANN001 - DataSource, imported lazily
-    if not sql or source.database is None:
-        return
-    result = source.database.execute(sql, max_rows=limit)
-    if not result.ok:
-        print(f"   execution failed: {result.error}")
-        return
-    print("   " + " | ".join(result.columns))
-    for row in result.rows:
-        print("   " + " | ".join("NULL" if v is None else str(v) for v in row))
-    if result.truncated:
-        print(f"   ... (first {len(result.rows)} rows)")
+    if sql and source.database is not None:
+        print_rows(source.database.execute(sql, max_rows=limit))
 
 
 def _line_editing() -> None:
