@@ -90,13 +90,9 @@ class Server:
         return self.url(name)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        from tests.services import stop_process
+
+        stop_process(self.process)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

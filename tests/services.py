@@ -7,6 +7,7 @@ cannot start fails, naming what is missing; elsewhere it is skipped, saying why.
 from __future__ import annotations
 
 import os
+import subprocess
 from typing import NoReturn
 
 import pytest
@@ -21,3 +22,14 @@ def unavailable(service: str, reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"{service} is required under CI=true, but it is unavailable: {reason}", pytrace=False)
     pytest.skip(f"{service} tests skipped: {reason}")
+
+
+def stop_process(process: subprocess.Popen, timeout_s: float = 30) -> None:
+    """Terminate a test's server process, and kill it if it has not ended within ``timeout_s``."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
