@@ -5,8 +5,12 @@
     python benchmarks/bench_values.py --big-table 1000000      # index build time on a generated 1M-row table
 
 For every gold query, each ``column = 'text'`` / ``IN`` / ``LIKE`` literal (no wildcard) that the database
-holds is a target. Recall: the share of targets the lookup shows for the question (the value itself, in
-that column). Also: how many columns and characters the lookup adds to a prompt, lookup time, build time.
+holds is a target. Recall: the share of targets the prompt shows for the question: the lookup's lines (the
+value itself, in that column), or the schema text the program shows, which quotes it (in any column). As
+the program does, the lookup reads only the tables shown (keyword retrieval where the schema is over budget)
+and drops values the schema already quotes (``--plain``: the lookup before that rule and the one on
+schema words and numbers). Noise: lines that name no target's column. Also: characters added, lookup
+time, build time.
 ``--rule`` compares the column rules: ``chess`` (the shipped one: text, not an id or key; a name column, short
 text, or < 100 distinct values) and ``dataherald`` (text columns with 2-99 distinct values).
 """
@@ -28,7 +32,8 @@ from sqlglot.optimizer.scope import traverse_scope
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.db import values as values_module
 from text2sql_dspy.programs.db.source import open_source
-from text2sql_dspy.programs.db.values import FEW_DISTINCT, build_value_index, render_matches
+from text2sql_dspy.programs.db.values import FEW_DISTINCT, build_value_index, render_matches, schema_words, unseen
+from text2sql_dspy.programs.retrieval.schema_view import schema_view
 
 
 def gold_literals(sql: str, catalog) -> list[tuple[str, str, str]]:
@@ -52,12 +57,12 @@ def dataherald_keeps(values: list[str], column) -> bool:
     return 2 <= len(values) < FEW_DISTINCT
 
 
-def measure(data: str, split: str, rule: str) -> dict:
+def measure(data: str, split: str, rule: str, plain: bool = False) -> dict:
     if rule == "dataherald":
         values_module.keeps = dataherald_keeps
     examples = load_split(data, split)
-    targets = shown = 0
-    columns, chars, lookup_ms, builds = [], [], [], {}
+    targets = shown = in_schema = 0
+    columns, noise, chars, lookup_ms, builds = [], [], [], [], {}
     for example in examples:
         source = open_source(example.db_path)
         if example.db_path not in builds:
@@ -65,21 +70,31 @@ def measure(data: str, split: str, rule: str) -> dict:
             builds[example.db_path] = (build_value_index(source.database, source.catalog, progress=False),
                                        time.perf_counter() - start)
         index = builds[example.db_path][0]
+        view = schema_view(source, example.question, retrieval_type="keyword")
         start = time.perf_counter()
-        matches = index.lookup(example.question)
+        if plain:
+            matches = index.lookup(example.question, tables=view.tables)
+        else:
+            matches = unseen(index.lookup(example.question, tables=view.tables, names=schema_words(source.catalog)),
+                             view.text)
         lookup_ms.append(1000 * (time.perf_counter() - start))
         columns.append(len(matches))
         chars.append(len(render_matches(matches)))
-        for table, column, literal in gold_literals(example.gold_sql, source.catalog):
-            if not index.holds(table, column, literal):
-                continue  # a literal the data does not hold (or a column not indexed) is no target
+        gold = [(t, c, v) for t, c, v in gold_literals(example.gold_sql, source.catalog) if index.holds(t, c, v)]
+        noise.append(sum(not any(m.table == t and m.column == c for t, c, _ in gold) for m in matches))
+        for table, column, literal in gold:  # a literal the data does not hold (or not indexed) is no target
             targets += 1
-            shown += any(m.table == table and m.column == column and literal in m.shown for m in matches)
+            by_lookup = any(m.table == table and m.column == column and literal in m.shown for m in matches)
+            by_schema = f"'{literal}'" in view.text
+            shown += by_lookup or by_schema
+            in_schema += by_schema
     return {
         "data": f"{data} ({split}, {len(examples)} questions)", "rule": rule,
         "gold literals held by an indexed column": targets,
-        "shown by the lookup": shown, "recall": round(shown / targets, 3) if targets else None,
+        "shown by the lookup or the schema": shown, "quoted by the schema": in_schema, "recall": round(shown / targets, 3) if targets else None,
+        "lookup": "plain" if plain else "shipped",
         "columns shown per question (mean)": round(statistics.mean(columns), 2),
+        "columns naming no target, per question (mean)": round(statistics.mean(noise), 2),
         "characters added per question (median)": statistics.median(chars),
         "lookup ms (median / max)": (round(statistics.median(lookup_ms), 1), round(max(lookup_ms), 1)),
         "build s per database (max)": round(max(t for _, t in builds.values()), 2),
@@ -110,12 +125,14 @@ def main() -> None:
     parser.add_argument("--split", default="dev")
     parser.add_argument("--rule", action="append", choices=["chess", "dataherald"])
     parser.add_argument("--big-table", type=int)
+    parser.add_argument("--plain", action="store_true", help="the lookup without the rules on shown values, "
+                        "schema words and numbers")
     args = parser.parse_args()
     if args.big_table:
         print(json.dumps(big_table(args.big_table), indent=1))
     for rule in args.rule or (["chess"] if not args.data else ["chess", "dataherald"]):
         if args.data:
-            print(json.dumps(measure(args.data, args.split, rule), indent=1))
+            print(json.dumps(measure(args.data, args.split, rule, args.plain), indent=1))
 
 
 if __name__ == "__main__":

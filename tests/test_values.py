@@ -14,7 +14,9 @@ from text2sql_dspy.programs.db.literals import literal_findings
 from text2sql_dspy.programs.db.names import normalize_names
 from text2sql_dspy.programs.db.requalify import requalified
 from text2sql_dspy.programs.db.source import open_source
-from text2sql_dspy.programs.db.values import ColumnValues, ValueIndex, normalise, render_matches, value_index
+from text2sql_dspy.programs.db.values import (
+    ColumnValues, ValueIndex, ValueMatch, normalise, render_matches, schema_words, unseen, value_index,
+)
 
 CRIMES = [("Salford 001A", "Burglary", "Investigation complete; no suspect identified"),
           ("Salford 002B", "Burglary", "Under investigation"),
@@ -84,6 +86,44 @@ def test_only_the_tables_the_prompt_shows_are_looked_up(source) -> None:
     assert {m.table for m in value_index(source).lookup(question)} == {"crime", "plant"}
     assert {m.table for m in value_index(source).lookup(question, tables=["PLANT"])} == {"plant"}
     assert value_index(source).lookup(question, tables=[]) == []
+
+
+ROUTES = ValueIndex([ColumnValues("requests", "endpoint", ("/v1/users", "/v1/users/invite"), True),
+                     ColumnValues("events", "action", ("user.blocked", "blocked"), True),
+                     ColumnValues("sessions", "ip", ("92.75.31.10", "10"), True)])
+
+
+@pytest.mark.parametrize(("question", "names", "expected"), [
+    ("how many users", frozenset(), {"requests.endpoint": ("/v1/users", "/v1/users/invite")}),
+    ("how many users", frozenset({"users"}), {}),  # "users" names a table: not a word inside a route
+    ("who was blocked", frozenset({"blocked"}), {"events.action": ("blocked",)}),  # the word itself still is
+    ("the top 10 sessions", frozenset(), {"sessions.ip": ("10",)}),  # a number alone: only itself, not inside an IP
+])
+def test_a_word_naming_the_schema_or_a_number_matches_only_itself(question: str, names: frozenset[str],
+                                                                  expected: dict) -> None:
+    found = {f"{m.table}.{m.column}": m.shown for m in ROUTES.lookup(question, names=names)}
+    assert found == expected
+
+
+def test_schema_words_are_the_words_of_table_and_column_names(source) -> None:
+    words = schema_words(source.catalog)
+    assert {"crime", "crimes", "lsoa", "reactor", "type", "capacity", "mw", "unit", "units", "plant"} <= words
+    assert "salford" not in words
+
+
+@pytest.mark.parametrize(("shown", "expected"), [
+    ("", [("'Salford 001A'", "'Salford 002B'"), 5]),
+    ("  LSOA TEXT,  -- e.g. 'Salford 001A', 'Bolton 001A'", [("'Salford 002B'",), 4]),  # shown already: not repeated
+    ("-- 'Salford 001A' or 'Salford 002B'", None),  # every value shown: no line at all
+])
+def test_values_the_schema_already_quotes_are_not_repeated(shown: str, expected: list | None) -> None:
+    match = ValueMatch("crime", "LSOA", "salford", ("Salford 001A", "Salford 002B"), 5, 2.0)
+    kept = unseen([match], shown)
+    if expected is None:
+        assert kept == []
+    else:
+        [one] = kept
+        assert (tuple(f"'{v}'" for v in one.shown), one.total) == tuple(expected)
 
 
 def test_ids_keys_and_numbers_are_not_indexed(source) -> None:
@@ -188,3 +228,13 @@ def test_postgres_builds_the_index_through_the_read_only_role(postgres) -> None:
 ])
 def test_normalise(text: str, expected: str) -> None:
     assert normalise(text) == expected
+
+
+def test_the_drafting_facts_show_only_values_the_schema_does_not(source) -> None:
+    from text2sql_dspy.programs.agents.base import question_facts
+
+    question = "How many crimes were recorded in Salford?"
+    assert "'Salford 001A', 'Salford 002B'" in question_facts(source, question)
+    facts = question_facts(source, question, shown="LSOA TEXT -- e.g. 'Salford 001A'")
+    assert "'Salford 002B'" in facts and "'Salford 001A'" not in facts
+    assert question_facts(source, "How many crime rows are there?") == ""  # "crime" names the table

@@ -23,7 +23,7 @@ import os
 import threading
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from text2sql_dspy.programs.db.samples import distinct_query
 
 __all__ = [
     "ColumnValues", "ValueIndex", "ValueMatch", "build_value_index", "indexed_columns", "normalise", "render_matches",
-    "value_index",
+    "schema_words", "unseen", "value_index",
 ]
 
 FORMAT = 3  # bump when the stored index's layout or the column rule changes
@@ -149,10 +149,15 @@ class ValueIndex:
         return ranked[:k]
 
     def lookup(
-        self, question: str, *, max_columns: int = MAX_COLUMNS_SHOWN, tables: Iterable[str] | None = None
+        self, question: str, *, max_columns: int = MAX_COLUMNS_SHOWN, tables: Iterable[str] | None = None,
+        names: frozenset[str] = frozenset(),
     ) -> list[ValueMatch]:
         """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring);
         with ``tables``, only in those tables (names compared case-insensitively).
+
+        A one-word phrase among ``names`` (:func:`schema_words`: it names a table or column) matches only a value
+        that is that word: "users" names the table, not the route ``'/v1/users'``. So does a number alone: the "10"
+        of "top 10" is not in ``'92.75.31.10'``.
 
         In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
         ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
@@ -161,7 +166,7 @@ class ValueIndex:
         wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         for phrase in _phrases(question):
-            for entries, score in self._matching(phrase):
+            for entries, score in self._matching(phrase, exact_only=phrase in names or phrase.isdigit()):
                 for entry in entries:
                     column = self._entries[entry][0]
                     if wanted is None or self.columns[column].table.casefold() in wanted:
@@ -191,8 +196,9 @@ class ValueIndex:
         return ValueMatch(owner.table, owner.column, phrases.pop() if len(phrases) == 1 else "",
                           tuple(self._entries[e][1] for e in kept[:MAX_VALUES_SHOWN]), len(kept), best)
 
-    def _matching(self, phrase: str) -> Iterable[tuple[set[int], float]]:
-        """Entries equal to, containing the words of, or fuzzily like ``phrase``, each with a score."""
+    def _matching(self, phrase: str, exact_only: bool = False) -> Iterable[tuple[set[int], float]]:
+        """Entries equal to, containing the words of, or fuzzily like ``phrase``, each with a score (``exact_only``:
+        equal ones only)."""
         words = phrase.split()
         postings = [self._words.get(w) for w in words]
         if all(postings):
@@ -201,13 +207,15 @@ class ValueIndex:
             exact = {e for e in contains if self._normal[e] == phrase}
             if exact:
                 yield exact, 2.0 + len(words)
+            if exact_only:
+                return
             partly = contains - exact
             close = {e for e in partly if len(self._normal[e].split()) <= len(words) + EXTRA_WORDS}
             if close:  # the phrase is most of the value: 'salford' in 'salford 001a'
                 yield close, 1.0 + len(words)
             if partly - close:  # a word of a longer text
                 yield partly - close, 0.5 + 0.5 * len(words)
-        if len(phrase) >= 4:
+        if len(phrase) >= 4 and not exact_only:
             fuzzy = process.extract(phrase, self._normal, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=20)
             near = {i for _, score, i in fuzzy if self._normal[i] != phrase and score >= NEAR_SPELLING}
             other = {i for _, _, i in fuzzy if self._normal[i] != phrase} - near
@@ -224,6 +232,27 @@ class ValueIndex:
     def from_json(cls, data: dict[str, Any]) -> ValueIndex:
         columns = [ColumnValues(t, c, tuple(v), bool(full)) for t, c, v, full in data["columns"]]
         return cls(columns, data.get("fingerprint", ""))
+
+
+def schema_words(catalog: Catalog) -> frozenset[str]:
+    """The words of the catalog's table and column names, normalised, each also with and without a plural 's'."""
+    words = set()
+    for table in catalog.tables:
+        for name in (table.name, *(c.name for c in table.columns)):
+            for word in normalise(name).split():
+                words.update((word, word + "s", word[:-1] if word.endswith("s") else word))
+    return frozenset(words)
+
+
+def unseen(matches: list[ValueMatch], shown: str) -> list[ValueMatch]:
+    """``matches`` less the values that ``shown`` (the schema text the prompt already shows) quotes: a value
+    repeated adds no knowledge, only weight."""
+    kept = []
+    for match in matches:
+        new = tuple(v for v in match.shown if _quoted(v) not in shown and repr(v) not in shown)
+        if new:
+            kept.append(replace(match, shown=new, total=match.total - (len(match.shown) - len(new))))
+    return kept
 
 
 def render_matches(matches: list[ValueMatch]) -> str:
