@@ -59,7 +59,7 @@ def chat(args: argparse.Namespace) -> int:
             if picked is not None:
                 conversation.turns[-1] = Turn(question=line, sql=picked.sql, result=conversation.turns[-1].result)
                 args.save = True
-                save_if_asked(args, program.source(db_path), line, picked.sql)
+                save_if_asked(args, program.source(db_path), line, picked.sql, conversation.turns[:-1], program.lm)
                 answer = answer.model_copy(update={"sql": picked.sql})
         print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")
         print(f"   confidence {answer.confidence:.2f} | {answer.metrics.lm_calls} LM calls | {answer.metrics.latency_s:.1f}s")

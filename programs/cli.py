@@ -88,7 +88,7 @@ def ask(args: argparse.Namespace) -> int:
     if answer.sql:
         save_last(str(db_path), [*turns, Turn.of(answer)])  # what --continue follows up on
     if args.json:
-        return save_if_asked(args, program.source(db_path), question, answer.sql)
+        return save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
     print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")
     line = f"\nconfidence {answer.confidence:.2f}"
     if answer.judge_score is not None:
@@ -107,7 +107,7 @@ def ask(args: argparse.Namespace) -> int:
     database = program.source(db_path).database
     if args.execute and answer.sql and database is not None:
         print_rows(database.execute(answer.sql, max_rows=args.rows))
-    return save_if_asked(args, program.source(db_path), question, answer.sql)
+    return save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
 
 
 def _examples_option(args: argparse.Namespace) -> str | bool | None:
@@ -150,11 +150,16 @@ def pick_reading(answer, pick: int | None, *, show: bool = True):  # noqa: ANN00
     return answer.alternatives[pick - 1]
 
 
-def save_if_asked(args: argparse.Namespace, source, question: str, sql: str) -> int:  # noqa: ANN001 - DataSource
-    """``ask --save``: store the answered pair (:func:`~.examples.commands.save_answer`); a refusal is a user error."""
+def save_if_asked(args: argparse.Namespace, source, question: str, sql: str, earlier=(), lm=None) -> int:  # noqa: ANN001
+    """``ask --save``: store the answered pair (:func:`~.examples.commands.save_answer`); a refusal is a user error.
+    A follow-up (``earlier``: the turns before it) is stored as a question that stands alone, rewritten by ``lm``."""
     if args.save:
+        from text2sql_dspy.programs.conversation import standalone_question
         from text2sql_dspy.programs.examples.commands import save_answer
 
+        if earlier and sql:
+            question = standalone_question(question, list(earlier), lm)
+            print(f"stored as a question that stands alone: {question}", file=sys.stderr)
         save_answer(source, question, sql, args.examples)
     return 0
 

@@ -5,6 +5,9 @@ operational ones")``. A :class:`Conversation` holds the turns; the program holds
 input of ``run``/``forward``, so a compiled program saves and loads as before). The drafting step sees the
 last :data:`MAX_TURNS` turns (question, accepted SQL, what it returned) after the cached schema, with the
 question, within :data:`MAX_HISTORY_CHARS`; V2's judge reads them with the question.
+
+A follow-up saved as a pair is first rewritten to stand alone (:func:`standalone_question`, one small LM
+call), so that the store never holds "only the operational ones" as a question.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 
 MAX_TURNS = 3
 MAX_HISTORY_CHARS = 1500  # about 400 tokens: the oldest turns go first
+MAX_STANDALONE_CHARS = 600
 
 
 class Turn(BaseModel):
@@ -66,6 +70,33 @@ def _block(turn: Turn) -> str:
     if turn.result:
         lines.append(f"  It returned {turn.result}")
     return "\n".join(lines)
+
+
+def standalone_question(question: str, turns: list[Turn], lm: Any = None) -> str:
+    """``question`` rewritten to be understood without ``turns`` (the earlier turns), by ``lm`` (default: the
+    configured LM); ``question`` itself when there are no earlier turns. A reply that is empty, too long or
+    malformed gives the conversation's questions joined instead, which also stands alone."""
+    if not turns:
+        return question
+    import dspy
+
+    from text2sql_dspy.programs.agents.recovery import MALFORMED_REPLY_ERRORS
+    from text2sql_dspy.signatures.conversation import StandAloneQuestion
+
+    try:
+        with dspy.context(lm=lm or dspy.settings.lm):
+            reply = dspy.Predict(StandAloneQuestion)(conversation=render_history(turns), follow_up=question).question
+    except MALFORMED_REPLY_ERRORS:
+        reply = ""
+    rewritten = " ".join(str(reply or "").split()).strip("\"'")
+    if rewritten and len(rewritten) <= MAX_STANDALONE_CHARS:
+        return rewritten
+    return joined_question(question, turns)
+
+
+def joined_question(question: str, turns: Iterable[Turn]) -> str:
+    """The conversation's last questions and ``question``, joined: a question that stands alone without a model."""
+    return " / ".join([*(t.question for t in list(turns)[-MAX_TURNS:]), question])
 
 
 class Conversation:

@@ -101,3 +101,20 @@ def test_chat_in_a_real_terminal(tiny_db: Path, tmp_path: Path) -> None:
         assert "bob@acme.test" in shown or "email" in shown  # the follow-up's rows
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_ask_continue_save_stores_the_follow_up_as_a_question_that_stands_alone(
+    tiny_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.examples.store import ExampleStore
+
+    store = tmp_path / "examples.sqlite"
+    base = ["--db", str(tiny_db), "--program", "baseline", "--retrieval", "keyword", "--examples", str(store)]
+    lm = DummyLM([draft(GOOD_SQL), draft(NAMES), {"question": "What are the emails of the suspended users?"}])
+    with dspy.context(lm=lm):
+        assert main(["ask", "How many users are suspended?", *base]) == 0
+        assert main(["ask", "Which ones?", "--continue", "--save", *base]) == 0
+    pairs = ExampleStore(store).examples(open_source(str(tiny_db)), kind="pair")
+    assert [(p.question, p.sql) for p in pairs] == [("What are the emails of the suspended users?", NAMES)]
+    assert "stored as a question that stands alone: What are the emails" in capsys.readouterr().err

@@ -54,3 +54,16 @@ def test_the_history_keeps_the_last_turns_within_its_budget() -> None:
     long = [Turn(question="x" * 900, sql="SELECT 1"), Turn(question="the latest", sql="SELECT 2")]
     assert "x" * 900 not in render_history(long, max_chars=500) and "the latest" in render_history(long, max_chars=500)
     assert render_history(None) == "" and render_history([]) == ""
+
+
+def test_a_follow_up_is_rewritten_to_stand_alone_and_a_bad_reply_falls_back() -> None:
+    from text2sql_dspy.programs.conversation import standalone_question
+
+    turns = [Turn(question="How many users are suspended?", sql=SUSPENDED)]
+    lm = DummyLM([{"question": "  What are the emails of the suspended users? "}])
+    assert standalone_question("Which ones?", turns, lm) == "What are the emails of the suspended users?"
+    assert "How many users are suspended?" in prompt_of(lm, 0) and "Which ones?" in prompt_of(lm, 0)
+    assert standalone_question("Which ones?", [], lm) == "Which ones?"  # a first question: no call
+    assert len(lm.history) == 1
+    for reply in ({"question": ""}, {"question": "x" * 2000}):
+        assert standalone_question("Which ones?", turns, DummyLM([reply])) == "How many users are suspended? / Which ones?"

@@ -290,3 +290,54 @@ def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_ser
     pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
     assert [(p.question, p.sql) for p in pairs] == [
         ("How many users are suspended?", "SELECT count(*) FROM users WHERE status = 'suspended'")]
+
+
+@pytest.fixture
+def conversation_server(tiny_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The app over the tiny database on a scripted V1: a first answer, a follow-up's, the follow-up rewritten."""
+    from dspy.utils import DummyLM
+
+    from tests.fakes import draft
+    from tests.test_web_conversation import NAMES, STANDS_ALONE, SUSPENDED
+    from tests.web_fakes import scripted_service
+
+    store = tmp_path / "examples.sqlite"
+    lm = DummyLM([draft(SUSPENDED), draft(NAMES), {"question": STANDS_ALONE}])
+    with served(scripted_service(tiny_db, lm, examples_path=store)) as url:
+        yield url, store
+
+
+def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(conversation_server, browser,  # noqa: ANN001
+                                                                              tiny_db: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.test_web_conversation import NAMES, STANDS_ALONE
+
+    url, store_path = conversation_server
+    browser.get(url + "/")
+    browser.find_element(By.ID, "question").send_keys("How many users are suspended?")
+    browser.find_element(By.ID, "ask-button").click()
+    first = WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+    first.find_element(By.CSS_SELECTOR, ".follow-up-question").send_keys("Which ones?")
+    first.find_element(By.CSS_SELECTOR, "form.follow-up button[type=submit]").click()
+
+    def follow_up(driver: object) -> object:
+        found = driver.find_elements(By.CSS_SELECTOR, "#answers .thread article.answer[data-job]")
+        return found[1] if len(found) == 2 else None
+
+    second = WebDriverWait(browser, 60).until(follow_up)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#answers .thread")) == 1  # one conversation, shown as one
+    assert second.get_attribute("data-conversation") == first.get_attribute("data-conversation")
+    assert second.get_attribute("data-sql") == NAMES and "follow-up 1" in second.text
+    assert not first.find_element(By.CSS_SELECTOR, "form.follow-up").is_displayed()  # it goes on under the latest
+    second.find_element(By.CSS_SELECTOR, "button.right").click()
+    status = WebDriverWait(browser, 60).until(
+        lambda d: (t := second.find_element(By.CSS_SELECTOR, ".teach-status").text).startswith("Saved") and t)
+    assert f'stands alone: "{STANDS_ALONE}"' in status
+
+    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.examples.store import ExampleStore
+
+    pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
+    assert [(p.question, p.sql) for p in pairs] == [(STANDS_ALONE, NAMES)]

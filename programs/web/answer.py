@@ -118,6 +118,13 @@ class AnswerView:
     sql_pretty: str
     execution: Execution | None
     chart: Chart | None
+    conversation: str = ""  # the id a follow-up sends
+    earlier: tuple = ()  # the conversation's turns (:class:`~...conversation.Turn`) the answer was shown
+
+    @property
+    def turn(self) -> int:
+        """Its place in the conversation, 1 for the first question."""
+        return len(self.earlier) + 1
 
     @property
     def question(self) -> str:
@@ -137,9 +144,11 @@ class AnswerView:
         return {CONFIDENCE_WORDS[0]: "good", CONFIDENCE_WORDS[1]: "warn"}.get(self.confidence_words, "bad")
 
     def to_json(self) -> dict[str, Any]:
-        """The :class:`Answer` as JSON, plus the database, the program, the formatted SQL, the result and the chart."""
+        """The :class:`Answer` as JSON, plus the database, the program, the conversation and turn, the formatted SQL,
+        the result and the chart."""
         return {
             **self.answer.model_dump(mode="json"), "db": self.db, "program": self.program, "sql_pretty": self.sql_pretty,
+            "conversation": self.conversation, "turn": self.turn,
             "confidence_words": self.confidence_words, "judge_words": self.judge_words,
             "result": None if self.execution is None else self.execution.to_json(),
             "chart": None if self.chart is None else {"kind": self.chart.kind, "figure": self.chart.figure,

@@ -9,7 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
+from text2sql_dspy.programs.conversation import joined_question
 from text2sql_dspy.programs.question import MAX_QUESTION_CHARS
 from text2sql_dspy.programs.web.jobs import Job
 from text2sql_dspy.programs.web.service import Service
@@ -27,6 +29,8 @@ class AskBody(Body):
     question: str = Field(max_length=MAX_QUESTION_CHARS, description="the question, in plain language")
     db: str | None = Field(None, description="a database this server was started with (default: the first)")
     program: str | None = Field(None, description="baseline, v1, v2 or the server's compiled program (default: --program)")
+    conversation: str | None = Field(None, max_length=64, description="a follow-up: the conversation id an earlier "
+                                     "answer returned (default: start a new conversation)")
 
 
 class ExampleBody(Body):
@@ -58,7 +62,7 @@ async def finished(job: Job) -> Job:
 @router.post("/api/ask", summary="Answer a question: the fields of run(), the formatted SQL, rows and chart")
 async def ask(body: AskBody, request: Request) -> JSONResponse:
     service = service_of(request)
-    job = await finished(service.submit(service.check(body.question, body.db, body.program)))
+    job = await finished(service.submit(service.check(body.question, body.db, body.program, body.conversation)))
     if job.status == "done":
         return JSONResponse({"job": job.id, **job.result.to_json()})
     status = 504 if job.status == "timed_out" else 500
@@ -66,16 +70,25 @@ async def ask(body: AskBody, request: Request) -> JSONResponse:
 
 
 @router.post("/api/examples", status_code=201, summary="Save a question -> SQL pair into the example store")
-def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
+async def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
     """The store checks the pair (a read that validates and runs); a refusal is 422 with the reason.
 
     ``outcome``: ``added``, ``merged`` (the stored pair for the same question now has this SQL) or ``unchanged``.
+    A follow-up's answer (``job``) is stored under its question rewritten by the model to stand alone (``question``
+    in the reply); should the rewrite fail, under the conversation's questions joined.
     """
     service = service_of(request)
     db = body.db or next(iter(service.config.databases))
-    saved = service.store.save_pair(service.source(db), body.question, body.sql, origin="user")
-    stored = saved.example
     entry = service.entry(body.job) if body.job else None
+    question = body.question
+    if entry is not None and entry.question.question == body.question:
+        rewrite = service.standalone(entry.job)
+        if rewrite is not None:
+            rewrite = await finished(rewrite)
+            question = rewrite.result if rewrite.status == "done" else joined_question(body.question,
+                                                                                         entry.job.result.earlier)
+    saved = await run_in_threadpool(service.store.save_pair, service.source(db), question, body.sql, origin="user")
+    stored = saved.example
     if entry is not None:
         entry.saved.append(stored.id)
     return {"id": stored.id, "outcome": saved.outcome, "db": db, "question": stored.question, "sql": stored.sql,

@@ -67,8 +67,10 @@ def history(request: Request) -> HTMLResponse:
 def start(body: AskBody, request: Request) -> JSONResponse:
     """Queue a question for the page; its progress and answer come from ``/jobs/{id}/events``."""
     service = service_of(request)
-    job = service.submit(service.check(body.question, body.db, body.program))
-    return JSONResponse({"id": job.id, "events": f"/jobs/{job.id}/events"}, status_code=202)
+    question = service.check(body.question, body.db, body.program, body.conversation)
+    job = service.submit(question)
+    return JSONResponse({"id": job.id, "events": f"/jobs/{job.id}/events", "conversation": question.conversation},
+                        status_code=202)
 
 
 def job_or_404(service: Service, job_id: str) -> Job:

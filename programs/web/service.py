@@ -1,16 +1,23 @@
-"""The state behind ``text2sql serve``: its databases, its programs on one shared model, the queue, the history.
+"""The state behind ``text2sql serve``: its databases, its programs on one shared model, the queue, the history,
+the conversations.
 
 One LM (the embedded model unless ``--model`` names another) is built once and shared by every
 program the page offers; the :class:`~.jobs.AnswerQueue`'s single worker is the only caller, so
 one model serves one question at a time. Every program is shown the example store the page saves
 into (:func:`store_path`), so a pair confirmed or corrected on the page guides the next answers.
+
+A question either starts a conversation or follows up in one, named by the random id its first answer
+returned; a conversation belongs to one database, and its earlier turns are shown with each follow-up. The
+server keeps the latest :data:`KEPT_CONVERSATIONS`, in memory only. A confirmed follow-up is stored as a
+question that stands alone, rewritten by the model through the same queue (:class:`Rewrite`).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.registry import PROGRAMS, compiled_store, make_program, metadata_path
+from text2sql_dspy.programs.conversation import MAX_TURNS, Turn, standalone_question
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ConfigurationError
@@ -29,6 +37,7 @@ from text2sql_dspy.programs.web.answer import AnswerView, build_answer
 from text2sql_dspy.programs.web.jobs import AnswerQueue, Job
 
 HISTORY_LENGTH = 100
+KEPT_CONVERSATIONS = 200  # the oldest go first
 
 
 @dataclass(frozen=True)
@@ -78,11 +87,29 @@ def database_names(targets: list[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Question:
-    """A question as the queue carries it."""
+    """A question as the queue carries it, in its conversation (an id from :meth:`Service.check`)."""
 
     question: str
     db: str
     program: str
+    conversation: str = ""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A confirmed follow-up to be rewritten so that it stands alone, as the queue carries it."""
+
+    question: str
+    earlier: tuple[Turn, ...]
+
+
+@dataclass
+class Thread:
+    """One conversation: its database and the turns answered so far."""
+
+    id: str
+    db: str
+    turns: list[Turn] = field(default_factory=list)
 
 
 @dataclass
@@ -106,6 +133,8 @@ class Service:
         self._store_lock = threading.Lock()
         self._store: ExampleStore | None = None
         self.history: deque[HistoryEntry] = deque(maxlen=HISTORY_LENGTH)
+        self._threads: OrderedDict[str, Thread] = OrderedDict()
+        self._threads_lock = threading.Lock()
         for name in config.databases:
             self.source(name)  # a missing or unreadable database fails at start, not at the first question
         self.queue = AnswerQueue(self._answer, max_waiting=config.max_waiting, timeout_s=config.timeout_s)
@@ -120,20 +149,50 @@ class Service:
             raise ConfigurationError(f"unknown database {name!r}: this server has {', '.join(self.config.databases)}.")
         return open_source(target, docs=self.config.docs)
 
-    def check(self, question: str, db: str | None, program: str | None) -> Question:
-        """The question as the queue carries it; a bad one raises a :class:`Text2SQLError` naming the fix."""
+    def check(self, question: str, db: str | None, program: str | None, conversation: str | None = None) -> Question:
+        """The question as the queue carries it, in ``conversation`` (None: a new one); a bad one raises a
+        :class:`Text2SQLError` naming the fix."""
         db = db or next(iter(self.config.databases))
         self.source(db)
         program = program or self.config.program
         if program not in self.program_choices:
             raise ConfigurationError(f"unknown program {program!r}: this server offers {', '.join(self.program_choices)}.")
-        return Question(check_question(question), db, program)
+        question = check_question(question)
+        if conversation:
+            thread = self.thread(conversation)
+            if thread.db != db:
+                raise ConfigurationError(f"conversation {conversation!r} is over database {thread.db!r}, not {db!r}: "
+                                         "start a new conversation (send no conversation id) to ask about another.")
+        return Question(question, db, program, conversation or self._new_thread(db))
+
+    def thread(self, conversation: str) -> Thread:
+        with self._threads_lock:
+            thread = self._threads.get(conversation)
+        if thread is None:
+            raise ConfigurationError(f"no conversation {conversation!r} here (the server keeps the latest "
+                                     f"{KEPT_CONVERSATIONS}, until it restarts): start a new one (send no conversation id).")
+        return thread
+
+    def _new_thread(self, db: str) -> str:
+        thread = Thread(secrets.token_urlsafe(12), db)
+        with self._threads_lock:
+            self._threads[thread.id] = thread
+            while len(self._threads) > KEPT_CONVERSATIONS:
+                self._threads.popitem(last=False)
+        return thread.id
 
     def submit(self, question: Question) -> Job:
         """Queue ``question`` (raises :class:`~.jobs.QueueFull`) and list it in the history."""
         job = self.queue.submit(question)
         self.history.appendleft(HistoryEntry(job, question))
         return job
+
+    def standalone(self, job: Job) -> Job | None:
+        """Queue the rewrite of answered ``job``'s question to stand alone (None: it was no follow-up)."""
+        view = job.result if job.status == "done" else None
+        if not isinstance(view, AnswerView) or not view.earlier:
+            return None
+        return self.queue.submit(Rewrite(view.question, view.earlier))
 
     def entry(self, job_id: str) -> HistoryEntry | None:
         return next((e for e in list(self.history) if e.job.id == job_id), None)  # a copy: other threads append
@@ -154,17 +213,26 @@ class Service:
                 self._programs[spec] = make_program(spec, lm=self.lm, judge_lm=self.lm, **options)
             return self._programs[spec]
 
-    def _answer(self, job: Job) -> AnswerView:
-        """The worker's job: run the program with its progress going to the job, then build the page's view."""
+    def _answer(self, job: Job) -> AnswerView | str:
+        """The worker's job: run the program with its progress going to the job, then build the page's view (for
+        a :class:`Rewrite`: the question rewritten)."""
+        if isinstance(job.payload, Rewrite):
+            return standalone_question(job.payload.question, list(job.payload.earlier), self.lm)
         question: Question = job.payload
         target = self.config.databases[question.db]
+        thread = self.thread(question.conversation)
+        earlier = tuple(thread.turns[-MAX_TURNS:])
         if self._lm is None:
             job.emit("loading")
         with listen(lambda stage, detail: job.emit(stage, **detail)):
             program = self.program(question.program)
-            answer = program.run(question.question, db_path=target)
+            answer = program.run(question.question, db_path=target, history=list(earlier))
+        if answer.sql:
+            thread.turns.append(Turn.of(answer))
         job.emit("showing")
-        return build_answer(question.db, question.program, answer, self.source(question.db))
+        view = build_answer(question.db, question.program, answer, self.source(question.db))
+        view.conversation, view.earlier = thread.id, earlier
+        return view
 
     @property
     def store(self) -> ExampleStore:

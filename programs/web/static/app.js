@@ -51,15 +51,37 @@ async function ask(event) {
     return;
   }
   document.getElementById("question").value = "";
-  follow(data, question);
+  const thread = el("section", "thread");
+  thread.dataset.conversation = data.conversation;
+  document.getElementById("answers").prepend(thread);
+  follow(data, question, thread);
 }
 
-function follow(job, question) {
+async function followUp(event, article) {
+  event.preventDefault();
+  const form = event.target;
+  const input = form.querySelector(".follow-up-question");
+  const status = form.querySelector(".follow-status");
+  const question = input.value;
+  status.textContent = "";
+  const { response, data } = await postJSON("/jobs", {
+    question, db: article.dataset.db, program: article.dataset.program, conversation: article.dataset.conversation,
+  });
+  if (response.status !== 202) {
+    status.textContent = detailOf(data, response);
+    return;
+  }
+  form.hidden = true; // the conversation goes on under the next answer
+  follow(data, question, article.closest(".thread") || document.getElementById("answers"));
+}
+
+// a conversation's answers, oldest first, in its thread
+function follow(job, question, thread) {
   const card = el("article", "answer pending");
   card.append(el("h3", "question", question));
   const progress = el("ol", "progress");
   card.append(progress);
-  document.getElementById("answers").prepend(card);
+  thread.append(card);
   const source = new EventSource(job.events);
   source.addEventListener("stage", (e) => {
     const d = JSON.parse(e.data);
@@ -127,7 +149,8 @@ async function save(article, sql) {
   });
   if (response.status === 201) {
     const how = { merged: "updated the stored pair for this question", unchanged: "it was already stored" }[data.outcome];
-    status.textContent = `Saved as example #${data.id}${how ? ` (${how})` : ""}: the program will learn from it.`;
+    const asked = data.question !== article.dataset.question ? ` under a question that stands alone: "${data.question}"` : "";
+    status.textContent = `Saved as example #${data.id}${asked}${how ? ` (${how})` : ""}: the program will learn from it.`;
     status.className = "teach-status ok";
     article.querySelectorAll(".right, .save").forEach((b) => { b.disabled = true; });
     refreshHistory();
@@ -186,6 +209,8 @@ function wire(article) {
     article.querySelector(".sql-edit").focus();
   });
   article.querySelector(".run").addEventListener("click", () => runEdited(article));
+  const more = article.querySelector("form.follow-up");
+  if (more) more.addEventListener("submit", (event) => followUp(event, article));
   const saveButton = article.querySelector(".save");
   saveButton.addEventListener("click", () => save(article, saveButton.dataset.sql));
   article.querySelector(".sql-edit").addEventListener("input", () => { saveButton.disabled = true; });
