@@ -8,7 +8,7 @@ For every gold query, each ``column = 'text'`` / ``IN`` / ``LIKE`` literal (no w
 holds is a target. Recall: the share of targets the prompt shows for the question: the lookup's lines (the
 value itself, in that column), or the schema text the program shows, which quotes it (in any column). As
 the program does, the lookup reads only the tables shown (keyword retrieval where the schema is over budget)
-and drops values the schema already quotes (``--plain``: the lookup before that rule and the one on
+and drops a line whose values the schema all quotes already (``--plain``: the lookup before that rule and the one on
 schema words and numbers). Noise: lines that name no target's column. Also: characters added, lookup
 time, build time.
 ``--rule`` compares the column rules: ``chess`` (the shipped one: text, not an id or key; a name column, short

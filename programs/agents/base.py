@@ -162,7 +162,7 @@ def question_facts(
 ) -> str:
     """What the drafting step is told with the question: the conversation so far, the user's hint, then the stored
     values like its words (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table
-    only misleads; none that ``shown``, the schema text shown, already quotes; see :func:`~..values.unseen`)."""
+    only misleads; no line whose values ``shown``, the schema text shown, quotes already: :func:`~..values.unseen`)."""
     parts = [history] if history else []
     if hint:
         parts.append(f"Hint: {hint}")

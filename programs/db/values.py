@@ -23,7 +23,7 @@ import os
 import threading
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -245,14 +245,10 @@ def schema_words(catalog: Catalog) -> frozenset[str]:
 
 
 def unseen(matches: list[ValueMatch], shown: str) -> list[ValueMatch]:
-    """``matches`` less the values that ``shown`` (the schema text the prompt already shows) quotes: a value
-    repeated adds no knowledge, only weight."""
-    kept = []
-    for match in matches:
-        new = tuple(v for v in match.shown if _quoted(v) not in shown and repr(v) not in shown)
-        if new:
-            kept.append(replace(match, shown=new, total=match.total - (len(match.shown) - len(new))))
-    return kept
+    """``matches`` less those that tell nothing new: every value the column matched is quoted already by ``shown``
+    (the schema text the prompt shows). A value repeated adds no knowledge, only weight."""
+    return [m for m in matches
+            if m.total > len(m.shown) or any(_quoted(v) not in shown and repr(v) not in shown for v in m.shown)]
 
 
 def render_matches(matches: list[ValueMatch]) -> str:
