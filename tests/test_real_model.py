@@ -157,3 +157,19 @@ def test_a_looked_up_value_turns_a_wrong_answer_into_a_right_one(tmp_path) -> No
 
     assert count(lookup=False) != 12  # the model guesses from the samples alone
     assert count(lookup=True) == 12
+
+
+def test_a_follow_up_is_answered_with_the_turn_before_it(tiny_db) -> None:
+    """"Only the suspended ones" means nothing alone; after "How many users are there?" it is a count of them."""
+    from text2sql_dspy import make_program
+    from text2sql_dspy.programs.llm.factory import build_lm
+
+    program = make_program("baseline", db_path=tiny_db, lm=build_lm("local"), retrieval_type="keyword")
+    database = program.source().database
+    chat = program.conversation()
+    first = chat.ask("How many users are there?")
+    assert database.execute(first.sql).rows == [(3,)], first.sql
+    follow_up = chat.ask("Only the suspended ones.")
+    assert database.execute(follow_up.sql).rows == [(1,)], follow_up.sql  # the count, now of the suspended users
+    alone = program.run("Only the suspended ones.")  # the same words with no turn before them: no count
+    assert database.execute(alone.sql).rows != [(1,)], alone.sql
