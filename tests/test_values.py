@@ -15,7 +15,7 @@ from text2sql_dspy.programs.db.names import normalize_names
 from text2sql_dspy.programs.db.requalify import requalified
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.db.values import (
-    ColumnValues, ValueIndex, ValueMatch, normalise, render_matches, schema_words, unseen, value_index,
+    ColumnValues, ValueIndex, normalise, render_matches, schema_words, value_index,
 )
 
 CRIMES = [("Salford 001A", "Burglary", "Investigation complete; no suspect identified"),
@@ -96,7 +96,7 @@ ROUTES = ValueIndex([ColumnValues("requests", "endpoint", ("/v1/users", "/v1/use
 @pytest.mark.parametrize(("question", "names", "expected"), [
     ("how many users", frozenset(), {"requests.endpoint": ("/v1/users", "/v1/users/invite")}),
     ("how many users", frozenset({"users"}), {}),  # "users" names a table: not a word inside a route
-    ("who was blocked", frozenset({"blocked"}), {"events.action": ("blocked",)}),  # the word itself still is
+    ("who was blocked", frozenset({"blocked"}), {}),  # the schema's word, not a value, even one that is the word
     ("the top 10 sessions", frozenset(), {"sessions.ip": ("10",)}),  # a number alone: only itself, not inside an IP
 ])
 def test_a_word_naming_the_schema_or_a_number_matches_only_itself(question: str, names: frozenset[str],
@@ -105,21 +105,13 @@ def test_a_word_naming_the_schema_or_a_number_matches_only_itself(question: str,
     assert found == expected
 
 
-def test_schema_words_are_the_words_of_table_and_column_names(source) -> None:
+def test_schema_words_are_the_names_and_the_prose_of_the_descriptions_not_the_values_they_quote(source) -> None:
     words = schema_words(source.catalog)
     assert {"crime", "crimes", "lsoa", "reactor", "type", "capacity", "mw", "unit", "units", "plant"} <= words
     assert "salford" not in words
-
-
-@pytest.mark.parametrize(("shown", "total", "kept"), [
-    ("", 2, True),
-    ("  LSOA TEXT,  -- e.g. 'Salford 001A', 'Bolton 001A'", 2, True),  # one value is new
-    ("-- 'Salford 001A' or 'Salford 002B'", 2, False),  # every value shown already: no line at all
-    ("-- 'Salford 001A' or 'Salford 002B'", 5, True),  # three more are not shown: the line says so
-])
-def test_a_line_that_tells_nothing_new_is_dropped(shown: str, total: int, kept: bool) -> None:
-    match = ValueMatch("crime", "LSOA", "salford", ("Salford 001A", "Salford 002B"), total, 2.0)
-    assert unseen([match], shown) == ([match] if kept else [])
+    source.catalog.table("plant").column("status").description = "Where the plant stands: 'Planned' or 'Operational'."
+    words = schema_words(source.catalog)
+    assert {"where", "stands"} <= words and not {"planned", "operational"} & words
 
 
 def test_ids_keys_and_numbers_are_not_indexed(source) -> None:
@@ -226,11 +218,8 @@ def test_normalise(text: str, expected: str) -> None:
     assert normalise(text) == expected
 
 
-def test_the_drafting_facts_show_only_values_the_schema_does_not(source) -> None:
+def test_the_drafting_facts_take_no_word_the_schema_uses(source) -> None:
     from text2sql_dspy.programs.agents.base import question_facts
 
-    question = "How many crimes were recorded in Salford?"
-    assert "'Salford 001A', 'Salford 002B'" in question_facts(source, question)
-    assert "'Salford 002B'" in question_facts(source, question, shown="LSOA TEXT -- e.g. 'Salford 001A'")
-    assert question_facts(source, question, shown="LSOA TEXT -- e.g. 'Salford 001A', 'Salford 002B'") == ""
+    assert "'Salford 001A', 'Salford 002B'" in question_facts(source, "How many crimes were recorded in Salford?")
     assert question_facts(source, "How many crime rows are there?") == ""  # "crime" names the table

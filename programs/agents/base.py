@@ -24,7 +24,7 @@ from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
-from text2sql_dspy.programs.db.values import render_matches, schema_words, unseen, value_index
+from text2sql_dspy.programs.db.values import render_matches, schema_words, value_index
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
 from text2sql_dspy.programs.usage import metered
@@ -101,7 +101,7 @@ class Text2SQLProgram(dspy.Module):
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
         view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values, tables=view.tables,
-                                                  history=history, shown=view.text))
+                                                  history=history))
         if self.selector is None:
             return view
         notes, demos = self.selector.shown(source, question)
@@ -158,18 +158,17 @@ def _path_or_url(target: Path | str) -> Path | str:
 
 def question_facts(
     source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None,
-    history: str = "", shown: str = "",
+    history: str = "",
 ) -> str:
     """What the drafting step is told with the question: the conversation so far, the user's hint, then the stored
     values like its words (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table
-    only misleads; no line whose values ``shown``, the schema text shown, quotes already: :func:`~..values.unseen`)."""
+    only misleads; a word the schema itself uses matches only a value that is that word: :func:`~..values.schema_words`)."""
     parts = [history] if history else []
     if hint:
         parts.append(f"Hint: {hint}")
     index = value_index(source) if values else None
     if index is not None:
-        found = index.lookup(question, tables=tables, names=schema_words(source.catalog))
-        matches = render_matches(unseen(found, shown))
+        matches = render_matches(index.lookup(question, tables=tables, names=schema_words(source.catalog)))
         if matches:
             parts.append(matches)
     return "\n".join(parts)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -36,7 +37,7 @@ from text2sql_dspy.programs.db.samples import distinct_query
 
 __all__ = [
     "ColumnValues", "ValueIndex", "ValueMatch", "build_value_index", "indexed_columns", "normalise", "render_matches",
-    "schema_words", "unseen", "value_index",
+    "schema_words", "value_index",
 ]
 
 FORMAT = 3  # bump when the stored index's layout or the column rule changes
@@ -54,6 +55,7 @@ MIN_SCORE = 2.0  # a column matched only by fuzzy single words or in passing is 
 MAX_COLUMNS_SHOWN = 6
 MAX_VALUES_SHOWN = 4
 HEADING = "-- Stored values resembling words of the question (use one only where the question means it, as stored):"
+_QUOTED = re.compile(r"'[^']*'")  # a value a description quotes: 'PWR', 'user.blocked'
 _STOPWORDS = frozenset(
     """a an and are as at be by did do does for from has have how i in is it its me my of on or our than that the their
     them there these they this those to was were what when where which who whom whose why will with would you your all
@@ -155,9 +157,10 @@ class ValueIndex:
         """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring);
         with ``tables``, only in those tables (names compared case-insensitively).
 
-        A one-word phrase among ``names`` (:func:`schema_words`: it names a table or column) matches only a value
-        that is that word: "users" names the table, not the route ``'/v1/users'``. So does a number alone: the "10"
-        of "top 10" is not in ``'92.75.31.10'``.
+        A one-word phrase among ``names`` (:func:`schema_words`: a word the schema uses) is the schema's word, not a
+        value: "users" names the table, not the route ``'/v1/users'``; "failed", which the descriptions use, is not
+        the code ``'mfa_failed'``. A number alone matches only itself: the "10" of "top 10" is not in
+        ``'92.75.31.10'``.
 
         In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
         ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
@@ -166,7 +169,9 @@ class ValueIndex:
         wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         for phrase in _phrases(question):
-            for entries, score in self._matching(phrase, exact_only=phrase in names or phrase.isdigit()):
+            if phrase in names:
+                continue
+            for entries, score in self._matching(phrase, exact_only=phrase.isdigit()):
                 for entry in entries:
                     column = self._entries[entry][0]
                     if wanted is None or self.columns[column].table.casefold() in wanted:
@@ -235,20 +240,20 @@ class ValueIndex:
 
 
 def schema_words(catalog: Catalog) -> frozenset[str]:
-    """The words of the catalog's table and column names, normalised, each also with and without a plural 's'."""
+    """The words the schema itself uses, normalised, each also with and without a plural 's': its table and column
+    names, and the prose of their descriptions (not what the descriptions quote, which are values)."""
     words = set()
     for table in catalog.tables:
-        for name in (table.name, *(c.name for c in table.columns)):
-            for word in normalise(name).split():
-                words.update((word, word + "s", word[:-1] if word.endswith("s") else word))
+        texts = [table.name, _prose(table.description)]
+        for column in table.columns:
+            texts += [column.name, _prose(column.description)]
+        for word in normalise(" ".join(texts)).split():
+            words.update((word, word + "s", word[:-1] if word.endswith("s") else word))
     return frozenset(words)
 
 
-def unseen(matches: list[ValueMatch], shown: str) -> list[ValueMatch]:
-    """``matches`` less those that tell nothing new: every value the column matched is quoted already by ``shown``
-    (the schema text the prompt shows). A value repeated adds no knowledge, only weight."""
-    return [m for m in matches
-            if m.total > len(m.shown) or any(_quoted(v) not in shown and repr(v) not in shown for v in m.shown)]
+def _prose(description: str) -> str:
+    return _QUOTED.sub(" ", description)
 
 
 def render_matches(matches: list[ValueMatch]) -> str:
