@@ -2,7 +2,7 @@
 
 The ``real_model`` test starts ``text2sql serve`` on a free loopback port with a scratch example store,
 asks the README's question of the embedded model on the bundled database, waits for the answer,
-checks the SQL, the rows and the chart, presses "Right" and finds the pair in the store. The scripted
+checks the SQL and its one row, presses "Right" and finds the pair in the store. The scripted
 test asks two questions at once, shows a cell holding an ``<img onerror>`` as text, and corrects an
 answer (a write refused, a read run and saved). ``TEXT2SQL_SCREENSHOT=PATH`` keeps a screenshot of
 the answered page there (docs/screenshot-serve.png was made so).
@@ -27,7 +27,7 @@ from tests.services import unavailable
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-QUESTION = "Find the top 10 users by failed login attempts who have never been blocked"
+QUESTION = "How many users are blocked right now?"
 ANSWER_WAIT_S = 1800  # an upper bound for the embedded model on 2 cores shared with other work; the server's limit matches
 
 pytestmark = pytest.mark.browser
@@ -128,9 +128,9 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
     assert "failed" not in answer.get_attribute("class"), answer.text
 
     sql = answer.find_element(By.CSS_SELECTOR, ".sql-text").text
-    assert "login_attempts" in sql and "SELECT" in sql and "LIMIT 10" in sql.upper()
+    assert "SELECT" in sql and "blocks" in sql, sql
     rows = answer.find_elements(By.CSS_SELECTOR, ".result table tbody tr")
-    assert 1 <= len(rows) <= 10
+    assert len(rows) == 1
     assert "row" in answer.find_element(By.CSS_SELECTOR, ".result .row-count").text
     if answer.find_elements(By.CSS_SELECTOR, "script.chart-data"):  # the model's columns decide; the scripted test always draws
         WebDriverWait(browser, 60).until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".chart.drawn svg.main-svg"))
