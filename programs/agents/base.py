@@ -162,7 +162,8 @@ def question_facts(
 ) -> str:
     """What the drafting step is told with the question: the conversation so far, the user's hint, then the stored
     values like its words (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table
-    only misleads; a word the schema itself uses matches only a value that is that word: :func:`~..values.schema_words`)."""
+    only misleads; a single word the schema itself uses is the schema's, not a value: see
+    :func:`~..values.schema_words`)."""
     parts = [history] if history else []
     if hint:
         parts.append(f"Hint: {hint}")
