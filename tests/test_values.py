@@ -160,6 +160,9 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
      "SELECT T2.name FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id WHERE T1.unit_name = 'Unit 1'"),
     ("SELECT p.unit_name FROM plant AS p WHERE p.status = 'Operational'",
      "SELECT unit.unit_name FROM plant AS p INNER JOIN unit AS unit ON p.id = unit.plant_id WHERE p.status = 'Operational'"),
+    # a second column of the table just joined is read from it too (this raised StopIteration)
+    ("SELECT T1.name, T1.status FROM unit AS T1",
+     "SELECT T2.name, T2.status FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id"),
 ])
 def test_a_column_on_the_wrong_table_moves_to_the_one_that_has_it(source, sql: str, expected: str | None) -> None:
     assert requalified(sql, source.catalog) == (expected or sql)

@@ -39,6 +39,7 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
         if not all(isinstance(source, exp.Table) for source in scope.sources.values()):
             continue  # a derived table may expose the column: more than one reading
         tables = {alias.lower(): catalog.table(source.name) for alias, source in scope.sources.items()}
+        spelled = {alias.lower(): alias for alias in scope.sources}  # grows with the tables joined below
         for column in scope.columns:
             qualifier = column.table.lower()
             table = tables.get(qualifier)
@@ -46,13 +47,13 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
                 continue
             owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
             if len(owners) == 1:
-                alias = next(a for a in scope.sources if a.lower() == owners[0])
-                column.set("table", exp.to_identifier(alias))
+                column.set("table", exp.to_identifier(spelled[owners[0]]))
                 changed = True
             elif not owners and isinstance(scope.expression, exp.Select):
                 joined = _join_owner(scope.expression, column, table, catalog, set(tables))
                 if joined is not None:
                     tables[joined[0].lower()] = joined[1]
+                    spelled[joined[0].lower()] = joined[0]
                     changed = True
     return changed
 
