@@ -90,7 +90,8 @@ def test_only_the_tables_the_prompt_shows_are_looked_up(source) -> None:
 
 ROUTES = ValueIndex([ColumnValues("requests", "endpoint", ("/v1/users", "/v1/users/invite"), True),
                      ColumnValues("events", "action", ("user.blocked", "blocked"), True),
-                     ColumnValues("sessions", "ip", ("92.75.31.10", "10"), True)])
+                     ColumnValues("sessions", "ip", ("92.75.31.10", "10"), True),
+                     ColumnValues("events", "target", ("audit_log_export", "billing"), True)])
 
 
 @pytest.mark.parametrize(("question", "names", "expected"), [
@@ -98,6 +99,8 @@ ROUTES = ValueIndex([ColumnValues("requests", "endpoint", ("/v1/users", "/v1/use
     ("how many users", frozenset({"users"}), {}),  # "users" names a table: not a word inside a route
     ("who was blocked", frozenset({"blocked"}), {}),  # the schema's word, not a value, even one that is the word
     ("the top 10 sessions", frozenset(), {"sessions.ip": ("10",)}),  # a number alone: only itself, not inside an IP
+    ("people in the audit log", frozenset({"audit"}), {"events.target": ("audit_log_export",)}),
+    ("people in the audit log", frozenset({"audit", "log"}), {}),  # every word the schema's: a phrase of the schema
 ])
 def test_a_word_naming_the_schema_or_a_number_matches_only_itself(question: str, names: frozenset[str],
                                                                   expected: dict) -> None:
@@ -108,6 +111,7 @@ def test_a_word_naming_the_schema_or_a_number_matches_only_itself(question: str,
 def test_schema_words_are_the_names_and_the_prose_of_the_descriptions_not_the_values_they_quote(source) -> None:
     words = schema_words(source.catalog)
     assert {"crime", "crimes", "lsoa", "reactor", "type", "capacity", "mw", "unit", "units", "plant"} <= words
+    assert {"country", "countries"} <= words  # a plural in 'ies' too
     assert "salford" not in words
     source.catalog.table("plant").column("status").description = "Where the plant stands: 'Planned' or 'Operational'."
     words = schema_words(source.catalog)

@@ -157,9 +157,9 @@ class ValueIndex:
         """Stored values like the question's 1- to 4-word phrases, best column first (see module docstring);
         with ``tables``, only in those tables (names compared case-insensitively).
 
-        A one-word phrase among ``names`` (:func:`schema_words`: a word the schema uses) is the schema's word, not a
-        value: "users" names the table, not the route ``'/v1/users'``; "failed", which the descriptions use, is not
-        the code ``'mfa_failed'``. A number alone matches only itself: the "10" of "top 10" is not in
+        A phrase made only of words among ``names`` (:func:`schema_words`: words the schema uses) is the schema's, not
+        a value: "users" names the table, not the route ``'/v1/users'``; "failed", which the descriptions use, is not
+        the code ``'mfa_failed'``; "audit log" is not ``'audit_log_export'``. A number alone matches only itself: the "10" of "top 10" is not in
         ``'92.75.31.10'``.
 
         In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
@@ -169,7 +169,7 @@ class ValueIndex:
         wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         for phrase in _phrases(question):
-            if phrase in names:
+            if all(word in names for word in phrase.split()):
                 continue
             for entries, score in self._matching(phrase, exact_only=phrase.isdigit()):
                 for entry in entries:
@@ -240,7 +240,7 @@ class ValueIndex:
 
 
 def schema_words(catalog: Catalog) -> frozenset[str]:
-    """The words the schema itself uses, normalised, each also with and without a plural 's': its table and column
+    """The words the schema itself uses, normalised, each also in its plural and singular: its table and column
     names, and the prose of their descriptions (not what the descriptions quote, which are values)."""
     words = set()
     for table in catalog.tables:
@@ -248,8 +248,16 @@ def schema_words(catalog: Catalog) -> frozenset[str]:
         for column in table.columns:
             texts += [column.name, _prose(column.description)]
         for word in normalise(" ".join(texts)).split():
-            words.update((word, word + "s", word[:-1] if word.endswith("s") else word))
+            words.update(_plural_and_singular(word))
     return frozenset(words)
+
+
+def _plural_and_singular(word: str) -> tuple[str, ...]:
+    """``word`` with its English plural and singular, as far as an 's' or a 'y'/'ies' tells them."""
+    forms = (word, word + "s", word[:-1] if word.endswith("s") else word)
+    if word.endswith("ies"):
+        return (*forms, word[:-3] + "y")
+    return (*forms, word[:-1] + "ies") if word.endswith("y") else forms
 
 
 def _prose(description: str) -> str:
