@@ -208,6 +208,25 @@ def test_copying_a_sqlite_database_into_mariadb_keeps_every_row(mariadb: Server,
     assert database.execute("SELECT COUNT(*) FROM users").rows == open_database(tiny_db).execute("SELECT COUNT(*) FROM users").rows
 
 
+def test_a_text_key_holding_integers_is_copied_as_an_integer_and_keeps_its_reference(mariadb: Server, tmp_path: Path) -> None:
+    path = tmp_path / "concerts.sqlite"
+    with sqlite3.connect(path) as conn:  # Spider's concert_singer: the key's two ends typed apart
+        conn.executescript("""
+            CREATE TABLE stadium (Stadium_ID INT PRIMARY KEY, Name TEXT);
+            CREATE TABLE concert (concert_ID INT PRIMARY KEY, Stadium_ID TEXT REFERENCES stadium(Stadium_ID),
+                                  Note TEXT REFERENCES stadium(Stadium_ID));
+            INSERT INTO stadium VALUES (1, 'Somerset Park'), (10, 'Hampden');
+            INSERT INTO concert VALUES (1, '10', '1'), (2, '1', '01'), (3, NULL, NULL);
+        """)
+    url = mariadb.create_database("concerts_copy")
+    copy_sqlite_database(path, url)
+    concert = open_source(mariadb.reader_url("concerts_copy")).catalog.table("concert")
+    assert (concert.column("stadium_id").type, concert.column("stadium_id").references) == ("BIGINT", "stadium.stadium_id")
+    assert concert.column("note").references is None  # '01' is text, not an integer written plainly: kept as text
+    database = open_database(mariadb.reader_url("concerts_copy"))
+    assert database.execute("SELECT stadium_id, note FROM concert ORDER BY concert_id").rows == [(10, "1"), (1, "01"), (None, None)]
+
+
 def test_a_copy_carries_the_documentation_as_comments(mariadb: Server, tiny_db: Path, tiny_schemas: Path) -> None:
     documented = open_source(tiny_db, tiny_schemas).catalog  # the schema folder documents the tables
     users = documented.table("users")

@@ -6,7 +6,8 @@ are folded to lower case on PostgreSQL, where unquoted names fold too: ``FROM St
 then still finds the table; table names are folded on MySQL/MariaDB too (run the server with
 ``lower_case_table_names=1`` so that ``FROM Student`` finds ``student``). On MySQL a text column in a key
 is a ``VARCHAR(255)`` (a TEXT column cannot be one), floats are ``DOUBLE``, text and blobs ``LONG``. A column whose stored values do not fit its declared type (SQLite lets
-``'n/a'`` into an INTEGER column) becomes TEXT.
+``'n/a'`` into an INTEGER column) becomes TEXT; a foreign key declared TEXT that holds only integers and refers to an
+integer column becomes an integer, so that the key survives (Spider's ``concert.Stadium_ID``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def copy_sqlite_database(
         source.close()
     metadata = MetaData()
     keys = _key_columns(catalog) if mysql else set()
+    integer_keys = _integer_foreign_keys(catalog, rows)
     commented = docs is not None and address.engine in ("postgresql", "mysql")
     for table in catalog.tables:
         values = rows[table.name]
@@ -51,6 +53,7 @@ def copy_sqlite_database(
         columns = [
             Column(
                 fold(c.name),
+                types.BigInteger() if (table.name.lower(), c.name.lower()) in integer_keys else
                 _sql_type(c.type, [r[i] for r in values], types, mysql=mysql, key=(table.name.lower(), c.name.lower()) in keys),
                 nullable=True,
                 autoincrement=False,
@@ -130,13 +133,39 @@ def _key_columns(catalog: Any) -> set[tuple[str, str]]:
     return found
 
 
+def _integer_foreign_keys(catalog: Any, rows: dict[str, list[tuple]]) -> set[tuple[str, str]]:
+    """(table, column), lower-cased, of foreign keys declared text that hold only integers (``'3'``) and refer to an
+    integer column: copied as integers, so the target engine keeps the key (it refuses one between two types)."""
+    found = set()
+    for table in catalog.tables:
+        for column, ref_table, ref_column in table.foreign_keys:
+            referred = catalog.table(ref_table)
+            ref = referred.column(ref_column) if referred is not None else None
+            own = table.column(column)
+            if ref is None or own is None or "INT" not in ref.type.upper() or "INT" in own.type.upper():
+                continue
+            ref_index = referred.column_names.index(ref.name)
+            index = table.column_names.index(own.name)
+            if all(isinstance(r[ref_index], int) for r in rows[referred.name]) and all(
+                    r[index] is None or _integer_text(r[index]) for r in rows[table.name]):
+                found.add((table.name.lower(), own.name.lower()))
+    return found
+
+
+def _integer_text(value: Any) -> bool:
+    """An int, or text that is one written plainly (``'12'``, not ``'012'`` or ``' 12'``)."""
+    return isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit() and str(int(value)) == value)
+
+
 def _fit(row: tuple, table: Any) -> list:
-    """Values as the target column stores them (text columns get text)."""
+    """Values as the target column stores them (text columns get text, integer keys kept as text get integers)."""
     out = []
     for value, column in zip(row, table.columns):
         textual = column.type.__class__.__name__ in ("Text", "LONGTEXT", "String")
         if value is not None and textual and not isinstance(value, str):
             value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        elif isinstance(value, str) and column.type.__class__.__name__ == "BigInteger":
+            value = int(value)
         out.append(value)
     return out
 
@@ -166,5 +195,6 @@ def _add_foreign_keys(catalog: Any, rows: dict[str, list[tuple]], metadata: Any,
             ref_index = [c.lower() for c in source_table.column_names].index(ref_column.lower())
             keys = {r[ref_index] for r in rows[source_table.name]}
             index = table.column_names.index(column)
-            if all(r[index] is None or r[index] in keys for r in rows[table.name]):
+            as_int = source_type.__class__.__name__ == "BigInteger"  # an integer key SQLite kept as text: '3' is 3
+            if all(r[index] is None or (int(r[index]) if as_int else r[index]) in keys for r in rows[table.name]):
                 target_table.append_constraint(constraint([fold(column)], [f"{fold(ref_table)}.{fold(ref_column)}"]))
