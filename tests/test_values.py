@@ -164,6 +164,14 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
      "SELECT T2.name FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id WHERE T1.unit_name = 'Unit 1'"),
     ("SELECT p.unit_name FROM plant AS p WHERE p.status = 'Operational'",
      "SELECT unit.unit_name FROM plant AS p INNER JOIN unit AS unit ON p.id = unit.plant_id WHERE p.status = 'Operational'"),
+    # an alias the query never defines: the one table read there that has the column
+    ("SELECT T2.unit_name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id",
+     "SELECT T1.unit_name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
+    ("SELECT x.name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id",
+     "SELECT T3.name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
+    ("SELECT x.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id", None),  # both have it: as written
+    # a column of the enclosing query (correlated) is not moved into the subquery's table
+    ("SELECT p.name FROM plant AS p WHERE EXISTS (SELECT 1 FROM unit AS u WHERE u.plant_id = p.id AND p.name = u.unit_name)", None),
     # a second column of the table just joined is read from it too (this raised StopIteration)
     ("SELECT T1.name, T1.status FROM unit AS T1",
      "SELECT T2.name, T2.status FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id"),

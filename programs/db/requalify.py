@@ -3,7 +3,8 @@
 ``SELECT T2.superhero_name FROM superhero AS T1 JOIN hero_power AS T2 ...`` names ``superhero_name`` on
 ``hero_power``, which lacks it. :func:`requalified` rewrites the qualifier when one reading exists:
 
-* exactly one stored table read at that query level has the column: its alias;
+* exactly one stored table read at that query level has the column: its alias (also for a qualifier that the
+  query never defines, ``T2.song_name`` where only ``T1`` and ``T3`` are read);
 * none does, but exactly one table joined by a declared key to the named one has it
   (``T2.power_name`` on ``hero_power``, whose ``power_id`` references ``superpower``): that table is
   joined along the key, and the column named on it.
@@ -35,7 +36,9 @@ def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
 
 def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
     changed = False
-    for scope in traverse_scope(tree):
+    scopes = traverse_scope(tree)
+    defined = {alias.lower() for scope in scopes for alias in scope.sources}  # in this scope or an enclosing one
+    for scope in scopes:
         if not all(isinstance(source, exp.Table) for source in scope.sources.values()):
             continue  # a derived table may expose the column: more than one reading
         tables = {alias.lower(): catalog.table(source.name) for alias, source in scope.sources.items()}
@@ -43,6 +46,12 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
         for column in scope.columns:
             qualifier = column.table.lower()
             table = tables.get(qualifier)
+            if qualifier and qualifier not in defined:  # an alias the query never defines ('T2' with T1 and T3)
+                owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
+                if len(owners) == 1:
+                    column.set("table", exp.to_identifier(spelled[owners[0]]))
+                    changed = True
+                continue
             if not qualifier or table is None or table.column(column.name) is not None:
                 continue
             owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
