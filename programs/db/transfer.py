@@ -146,15 +146,17 @@ def _integer_foreign_keys(catalog: Any, rows: dict[str, list[tuple]]) -> set[tup
                 continue
             ref_index = referred.column_names.index(ref.name)
             index = table.column_names.index(own.name)
-            if all(isinstance(r[ref_index], int) for r in rows[referred.name]) and all(
-                    r[index] is None or _integer_text(r[index]) for r in rows[table.name]):
+            integers = all(isinstance(r[ref_index], int) for r in rows[referred.name])
+            if integers and all(r[index] is None or _integer_text(r[index]) for r in rows[table.name]):
                 found.add((table.name.lower(), own.name.lower()))
     return found
 
 
 def _integer_text(value: Any) -> bool:
     """An int, or text that is one written plainly (``'12'``, not ``'012'`` or ``' 12'``)."""
-    return isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit() and str(int(value)) == value)
+    if isinstance(value, int):
+        return True
+    return isinstance(value, str) and value.lstrip("-").isdigit() and str(int(value)) == value
 
 
 def _fit(row: tuple, table: Any) -> list:

@@ -159,8 +159,8 @@ class ValueIndex:
 
         A phrase made only of words among ``names`` (:func:`schema_words`: words the schema uses) is the schema's, not
         a value: "users" names the table, not the route ``'/v1/users'``; "failed", which the descriptions use, is not
-        the code ``'mfa_failed'``; "audit log" is not ``'audit_log_export'``. A number alone matches only itself: the "10" of "top 10" is not in
-        ``'92.75.31.10'``.
+        the code ``'mfa_failed'``; "audit log" is not ``'audit_log_export'``. A number alone matches only itself:
+        the "10" of "top 10" is not in ``'92.75.31.10'``.
 
         In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
         ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
