@@ -46,19 +46,14 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
         for column in scope.columns:
             qualifier = column.table.lower()
             table = tables.get(qualifier)
-            if qualifier and qualifier not in defined:  # an alias the query never defines ('T2' with T1 and T3)
-                owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
-                if len(owners) == 1:
-                    column.set("table", exp.to_identifier(spelled[owners[0]]))
-                    changed = True
-                continue
-            if not qualifier or table is None or table.column(column.name) is not None:
-                continue
+            undefined = bool(qualifier) and qualifier not in defined  # 'T2' where only T1 and T3 are read
+            if not undefined and (table is None or table.column(column.name) is not None):
+                continue  # unqualified, an enclosing query's, or right as written
             owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
             if len(owners) == 1:
                 column.set("table", exp.to_identifier(spelled[owners[0]]))
                 changed = True
-            elif not owners and isinstance(scope.expression, exp.Select):
+            elif not owners and not undefined and isinstance(scope.expression, exp.Select):
                 joined = _join_owner(scope.expression, column, table, catalog, set(tables))
                 if joined is not None:
                     tables[joined[0].lower()] = joined[1]

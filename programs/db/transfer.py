@@ -46,6 +46,7 @@ def copy_sqlite_database(
     metadata = MetaData()
     keys = _key_columns(catalog) if mysql else set()
     integer_keys = _integer_foreign_keys(catalog, rows)
+    rows = _with_integers(catalog, rows, integer_keys)
     commented = docs is not None and address.engine in ("postgresql", "mysql")
     for table in catalog.tables:
         values = rows[table.name]
@@ -152,6 +153,17 @@ def _integer_foreign_keys(catalog: Any, rows: dict[str, list[tuple]]) -> set[tup
     return found
 
 
+def _with_integers(catalog: Any, rows: dict[str, list[tuple]], columns: set[tuple[str, str]]) -> dict[str, list[tuple]]:
+    """``rows`` with the values of ``columns`` ((table, column), lower-cased) as integers: ``'3'`` is 3."""
+    converted = dict(rows)
+    for table in catalog.tables:
+        positions = {i for i, name in enumerate(table.column_names) if (table.name.lower(), name.lower()) in columns}
+        if positions:
+            converted[table.name] = [tuple(int(v) if i in positions and v is not None else v for i, v in enumerate(r))
+                                     for r in rows[table.name]]
+    return converted
+
+
 def _integer_text(value: Any) -> bool:
     """An int, or text that is one written plainly (``'12'``, not ``'012'`` or ``' 12'``)."""
     if isinstance(value, int):
@@ -160,14 +172,12 @@ def _integer_text(value: Any) -> bool:
 
 
 def _fit(row: tuple, table: Any) -> list:
-    """Values as the target column stores them (text columns get text, integer keys kept as text get integers)."""
+    """Values as the target column stores them (text columns get text)."""
     out = []
     for value, column in zip(row, table.columns):
         textual = column.type.__class__.__name__ in ("Text", "LONGTEXT", "String")
         if value is not None and textual and not isinstance(value, str):
             value = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        elif isinstance(value, str) and column.type.__class__.__name__ == "BigInteger":
-            value = int(value)
         out.append(value)
     return out
 
@@ -197,6 +207,5 @@ def _add_foreign_keys(catalog: Any, rows: dict[str, list[tuple]], metadata: Any,
             ref_index = [c.lower() for c in source_table.column_names].index(ref_column.lower())
             keys = {r[ref_index] for r in rows[source_table.name]}
             index = table.column_names.index(column)
-            as_int = source_type.__class__.__name__ == "BigInteger"  # an integer key SQLite kept as text: '3' is 3
-            if all(r[index] is None or (int(r[index]) if as_int else r[index]) in keys for r in rows[table.name]):
+            if all(r[index] is None or r[index] in keys for r in rows[table.name]):
                 target_table.append_constraint(constraint([fold(column)], [f"{fold(ref_table)}.{fold(ref_column)}"]))

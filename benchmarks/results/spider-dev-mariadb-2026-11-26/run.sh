@@ -1,6 +1,6 @@
 #!/bin/bash
 # Spider dev served from a throwaway MariaDB (V2, first 60 of the 277 gold queries that run alike), against SQLite.
-# serve.py starts the server (tests/mariadb_server.py), creates one database per db_id and runs
+# `python serve.py served &` starts the server (tests/mariadb_server.py), creates one database per db_id and runs
 # benchmarks/load_postgres.py with a mysql+pymysql URL (-> served/sqlite, served/target, excluded.json).
 # One SELECT-only user per database (r0, r1, ...: GRANT SELECT ON `db`.* ...), as the README tells users,
 # written to served/own/databases.json with served/target/dev.json.
