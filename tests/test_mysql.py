@@ -94,8 +94,8 @@ def test_mariadb_other_databases_comments_and_keys_are_in_the_catalog(mariadb: S
     invoices = source.catalog.table("billing.invoices")
     assert invoices is not None and invoices.description == "Invoices sent to singers"
     assert invoices.column("total").description == "Amount in euros, tax included"
-    assert invoices.column("singer_id").references == "singer.singer_id"
-    assert source.catalog.table("concert").column("singer_id").references == "singer.singer_id"
+    assert invoices.column("singer_id").references == "singer.Singer_ID"
+    assert source.catalog.table("concert").column("singer_id").references == "singer.Singer_ID"
     assert not any(t.startswith(("mysql.", "information_schema.", "performance_schema.")) for t in source.catalog.table_names)
     assert source.validator.validate("SELECT total FROM billing.invoices WHERE total > 100").valid
     [suggestion] = source.validator.validate("SELECT total FROM billing.invoice").suggestions
@@ -221,7 +221,7 @@ def test_a_text_key_holding_integers_is_copied_as_an_integer_and_keeps_its_refer
     url = mariadb.create_database("concerts_copy")
     copy_sqlite_database(path, url)
     concert = open_source(mariadb.reader_url("concerts_copy")).catalog.table("concert")
-    assert (concert.column("stadium_id").type, concert.column("stadium_id").references) == ("BIGINT", "stadium.stadium_id")
+    assert (concert.column("stadium_id").type, concert.column("stadium_id").references) == ("BIGINT", "stadium.Stadium_ID")
     assert concert.column("note").references is None  # '01' is text, not an integer written plainly: kept as text
     database = open_database(mariadb.reader_url("concerts_copy"))
     assert database.execute("SELECT stadium_id, note FROM concert ORDER BY concert_id").rows == [(10, "1"), (1, "01"), (None, None)]

@@ -3,10 +3,11 @@
 :func:`copy_sqlite_database` recreates every table with its primary and foreign keys, copies the rows and,
 on PostgreSQL, runs ANALYZE so that the catalog's sample values come from the engine's statistics. Names
 are folded to lower case on PostgreSQL, where unquoted names fold too: ``FROM Student`` in a gold query
-then still finds the table; table names are folded on MySQL/MariaDB too (run the server with
-``lower_case_table_names=1`` so that ``FROM Student`` finds ``student``). On MySQL a text column in a key
-is a ``VARCHAR(255)`` (a TEXT column cannot be one), floats are ``DOUBLE``, text and blobs ``LONG``. A column whose stored values do not fit its declared type (SQLite lets
-``'n/a'`` into an INTEGER column) becomes TEXT; a foreign key declared TEXT that holds only integers and refers to an
+then still finds the table. On MySQL/MariaDB table names are folded (run the server with
+``lower_case_table_names=1`` so that ``FROM Student`` finds ``student``) and column names keep their case (MySQL
+compares them without it). On MySQL a text column in a key is a ``VARCHAR(255)`` (a TEXT column cannot be one),
+floats are ``DOUBLE``, text and blobs ``LONGTEXT``/``LONGBLOB`` only where a value passes 64 KB. A column whose
+stored values do not fit its declared type (SQLite lets ``'n/a'`` into an INTEGER column) becomes TEXT; a foreign key declared TEXT that holds only integers and refers to an
 integer column becomes an integer, so that the key survives (Spider's ``concert.Stadium_ID``).
 """
 
@@ -37,6 +38,7 @@ def copy_sqlite_database(
         raise DatabaseError("the target is SQLite already: give a postgresql://, mysql+pymysql:// or duckdb:/// URL.")
     fold = str.lower if address.engine in ("postgresql", "mysql") else (lambda name: name)
     mysql = address.engine == "mysql"
+    fold_column = str.lower if address.engine == "postgresql" else (lambda name: name)
     catalog = introspect_sqlite(Path(sqlite_path))
     source = connect_readonly(Path(sqlite_path))
     try:
@@ -53,7 +55,7 @@ def copy_sqlite_database(
         documented = docs.table(table.name) if commented else None
         columns = [
             Column(
-                fold(c.name),
+                fold_column(c.name),
                 types.BigInteger() if (table.name.lower(), c.name.lower()) in integer_keys else
                 _sql_type(c.type, [r[i] for r in values], types, mysql=mysql, key=(table.name.lower(), c.name.lower()) in keys),
                 nullable=True,
@@ -64,11 +66,11 @@ def copy_sqlite_database(
         ]
         constraints: list[Any] = []
         positions = [table.column_names.index(k) for k in table.primary_key]
-        indexable = not mysql or all(columns[i].type.__class__.__name__ not in ("LONGTEXT", "LONGBLOB") for i in positions)
+        indexable = not mysql or all(_sized(columns[i].type) for i in positions)
         if table.primary_key and indexable and _unique_key(values, positions, fold_text=mysql):
-            constraints.append(PrimaryKeyConstraint(*[fold(k) for k in table.primary_key]))
+            constraints.append(PrimaryKeyConstraint(*[columns[i].name for i in positions]))
         Table(fold(table.name), metadata, *columns, *constraints, comment=_description(documented))
-    _add_foreign_keys(catalog, rows, metadata, fold, ForeignKeyConstraint)
+    _add_foreign_keys(catalog, rows, metadata, fold, fold_column, ForeignKeyConstraint)
     if address.path is not None:
         address.path.parent.mkdir(parents=True, exist_ok=True)  # a new DuckDB file
     engine = create_engine(address.sqlalchemy_url())
@@ -106,14 +108,21 @@ def _sql_type(declared: str, values: list, types: Any, *, mysql: bool = False, k
         return types.Double() if mysql else types.Float()
     if "BOOL" in kind and all(v in (0, 1) for v in present):
         return types.Integer()
+    long = mysql and any(len(v if isinstance(v, bytes) else str(v).encode()) > _MYSQL_TEXT_BYTES for v in present)
     if "BLOB" in kind and all(isinstance(v, bytes) for v in present):
-        return _mysql_long("LONGBLOB") if mysql else types.LargeBinary()
+        return _mysql_long("LONGBLOB") if long else types.LargeBinary()
     if mysql and key and all(len(str(v)) <= _MYSQL_KEY_CHARS for v in present):
         return types.String(_MYSQL_KEY_CHARS)
-    return _mysql_long("LONGTEXT") if mysql else types.Text()
+    return _mysql_long("LONGTEXT") if long else types.Text()
 
 
 _MYSQL_KEY_CHARS = 255
+_MYSQL_TEXT_BYTES = 65_535  # MySQL's TEXT and BLOB hold this much
+
+
+def _sized(column_type: Any) -> bool:
+    """Whether MySQL can index a column of this type whole (not TEXT or BLOB, which need a prefix length)."""
+    return column_type.__class__.__name__ not in ("Text", "LargeBinary", "LONGTEXT", "LONGBLOB")
 
 
 def _mysql_long(name: str) -> Any:
@@ -190,22 +199,26 @@ def _unique_key(rows: list[tuple], positions: list[int], *, fold_text: bool = Fa
     return all(None not in k for k in keys) and len(set(keys)) == len(keys)
 
 
-def _add_foreign_keys(catalog: Any, rows: dict[str, list[tuple]], metadata: Any, fold: Any, constraint: Any) -> None:
-    """Foreign keys the stored rows obey, to another table's primary key (SQLite does not insist; the targets do)."""
+def _add_foreign_keys(catalog: Any, rows: dict[str, list[tuple]], metadata: Any, fold: Any, fold_column: Any,
+                      constraint: Any) -> None:
+    """Foreign keys the stored rows obey, to another table's primary key (SQLite does not insist; the targets do).
+    ``fold``/``fold_column``: a table's/column's name in the target."""
     for table in catalog.tables:
         target_table = metadata.tables[fold(table.name)]
         for column, ref_table, ref_column in table.foreign_keys:
             referred = metadata.tables.get(fold(ref_table))
             source_table = catalog.table(ref_table)
-            if referred is None or referred is target_table or source_table is None:
+            own = table.column(column)
+            ref = source_table.column(ref_column) if source_table is not None else None
+            if referred is None or referred is target_table or own is None or ref is None:
                 continue
-            if [c.name for c in referred.primary_key.columns] != [fold(ref_column)]:
+            if [c.name for c in referred.primary_key.columns] != [fold_column(ref.name)]:
                 continue
-            source_type = target_table.columns[fold(column)].type
-            if type(source_type) is not type(referred.columns[fold(ref_column)].type):
+            source_type = target_table.columns[fold_column(own.name)].type
+            if type(source_type) is not type(referred.columns[fold_column(ref.name)].type):
                 continue  # MySQL refuses a key between columns of different types
-            ref_index = [c.lower() for c in source_table.column_names].index(ref_column.lower())
-            keys = {r[ref_index] for r in rows[source_table.name]}
-            index = table.column_names.index(column)
+            keys = {r[source_table.column_names.index(ref.name)] for r in rows[source_table.name]}
+            index = table.column_names.index(own.name)
             if all(r[index] is None or r[index] in keys for r in rows[table.name]):
-                target_table.append_constraint(constraint([fold(column)], [f"{fold(ref_table)}.{fold(ref_column)}"]))
+                target = f"{fold(source_table.name)}.{fold_column(ref.name)}"
+                target_table.append_constraint(constraint([fold_column(own.name)], [target]))
