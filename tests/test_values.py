@@ -39,6 +39,13 @@ def make_sqlite(path: Path) -> Path:
         CREATE TABLE plant (id INTEGER PRIMARY KEY, name TEXT, country TEXT, status TEXT, reactor_type TEXT,
                             capacity_mw INTEGER);
         CREATE TABLE unit (id INTEGER PRIMARY KEY, plant_id INTEGER REFERENCES plant(id), unit_name TEXT, position TEXT);
+        CREATE TABLE visit (id INTEGER PRIMARY KEY, site_id INTEGER REFERENCES plant(id), visited_on TEXT);
+        CREATE TABLE label (id INTEGER PRIMARY KEY, text TEXT);
+        CREATE TABLE ticket (id INTEGER PRIMARY KEY, category_id INTEGER REFERENCES label(id),
+                             priority_id INTEGER REFERENCES label(id));
+        CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
+        CREATE TABLE skill (id INTEGER PRIMARY KEY, skill_name TEXT);
+        CREATE TABLE person_skill (person_id INTEGER REFERENCES person(id), skill_id INTEGER REFERENCES skill(id));
     """)
     conn.executemany("INSERT INTO crime (LSOA, crime_type, outcome) VALUES (?, ?, ?)", CRIMES)
     conn.executemany("INSERT INTO plant (name, country, status, reactor_type, capacity_mw) VALUES (?, ?, ?, ?, 1000)",
@@ -172,6 +179,23 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
     ("SELECT x.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id", None),  # both have it: as written
     # a column of the enclosing query (correlated) is not moved into the subquery's table
     ("SELECT p.name FROM plant AS p WHERE EXISTS (SELECT 1 FROM unit AS u WHERE u.plant_id = p.id AND p.name = u.unit_name)", None),
+    # a table called after a key's role: the table the key references, under the name written
+    ("SELECT T2.name FROM unit AS T1 JOIN plant_info AS T2 ON T1.plant_id = T2.id", None),  # no plant_info_id
+    ("SELECT COUNT(*) FROM unit JOIN site ON unit.site_id = site.id", None),  # unit has no site_id
+    ("SELECT site.name FROM visit JOIN site ON visit.site_id = site.id",
+     "SELECT site.name FROM visit JOIN plant AS site ON visit.site_id = site.id"),
+    ("SELECT T2.status FROM visit AS T1 JOIN site AS T2 ON T1.site_id = T2.id",
+     "SELECT T2.status FROM visit AS T1 JOIN plant AS T2 ON T1.site_id = T2.id"),
+    ("SELECT site.name FROM site", None),  # no table read has the key
+    # a lookup table's one column, named after the key's role
+    ("SELECT T2.site FROM visit AS T1 JOIN plant AS T2 ON T1.site_id = T2.id", None),  # plant has many columns
+    ("SELECT T2.category FROM ticket AS T1 JOIN label AS T2 ON T1.category_id = T2.id",
+     "SELECT T2.text FROM ticket AS T1 JOIN label AS T2 ON T1.category_id = T2.id"),
+    ("SELECT T2.priority FROM ticket AS T1 JOIN label AS T2 ON T1.category_id = T2.id", None),  # not that key's role
+    # the column lives in a table reached through one junction table: both joined
+    ("SELECT T1.name FROM person AS T1 WHERE T1.skill_name = 'Welding'",
+     "SELECT T1.name FROM person AS T1 INNER JOIN person_skill AS T2 ON T1.id = T2.person_id "
+     "INNER JOIN skill AS T3 ON T2.skill_id = T3.id WHERE T3.skill_name = 'Welding'"),
     # a second column of the table just joined is read from it too (this raised StopIteration)
     ("SELECT T1.name, T1.status FROM unit AS T1",
      "SELECT T2.name, T2.status FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id"),

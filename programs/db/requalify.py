@@ -5,9 +5,16 @@
 
 * exactly one stored table read at that query level has the column: its alias (also for a qualifier that the
   query never defines, ``T2.song_name`` where only ``T1`` and ``T3`` are read);
+* none does, but the named table is a lookup table (one column besides its key) referenced by a key whose role
+  is the column's name (``T2.eye_colour`` on ``colour``, joined by ``eye_colour_id``): that one column;
 * none does, but exactly one table joined by a declared key to the named one has it
   (``T2.power_name`` on ``hero_power``, whose ``power_id`` references ``superpower``): that table is
-  joined along the key, and the column named on it.
+  joined along the key, and the column named on it; failing that, exactly one table reached through one
+  junction table (``T1.power_name`` on ``superhero``, through ``hero_power``): both are joined.
+
+A table the catalog lacks but whose name is the role of a foreign key read in the query (``JOIN eye_colour
+ON T1.eye_colour_id = eye_colour.id``, where ``superhero.eye_colour_id`` references ``colour``) becomes the
+referenced table, under the name the query gave it (``JOIN colour AS eye_colour``), when exactly one such key exists.
 
 Anything else is left as written, for the validator to report.
 """
@@ -17,7 +24,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from text2sql_dspy.programs.db.catalog import Catalog, Table
 
@@ -28,10 +35,33 @@ def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
     """``sql`` with each wrongly qualified column requalified where one reading exists; else ``sql`` unchanged."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-        changed = tree is not None and _requalify(tree, catalog)
+        changed = tree is not None and _role_tables(tree, catalog)
+        changed = tree is not None and _requalify(tree, catalog) or changed
         return tree.sql(dialect=dialect) if changed else sql
     except (SqlglotError, RecursionError, ValueError):
         return sql
+
+
+def _role_tables(tree: exp.Expr, catalog: Catalog) -> bool:
+    """Rename each unknown table called after a foreign key's role (``eye_colour`` for ``eye_colour_id``) of a table
+    the query reads to the table that key references, aliased by the name written; whether any was renamed."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    tables = list(tree.find_all(exp.Table))
+    read = [t for node in tables if (t := catalog.table(node.name)) is not None]
+    changed = False
+    for node in tables:
+        name = node.name.lower()
+        if not name or node.args.get("db") or name in ctes or catalog.table(node.name) is not None:
+            continue
+        roles = {name + "_id", name + "id"}
+        referenced = {ref.lower() for t in read for column, ref, _ in t.foreign_keys if column.lower() in roles}
+        if len(referenced) != 1 or (target := catalog.table(referenced.pop())) is None:
+            continue
+        alias = node.alias or node.name
+        node.set("this", exp.to_identifier(target.name))
+        node.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        changed = True
+    return changed
 
 
 def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
@@ -53,32 +83,59 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
             if len(owners) == 1:
                 column.set("table", exp.to_identifier(spelled[owners[0]]))
                 changed = True
-            elif not owners and not undefined and isinstance(scope.expression, exp.Select):
-                joined = _join_owner(scope.expression, column, table, catalog, set(tables))
-                if joined is not None:
-                    tables[joined[0].lower()] = joined[1]
-                    spelled[joined[0].lower()] = joined[0]
+            elif not owners and not undefined and (label := _role_label(column.name, table, tables.values(), scope)):
+                column.set("this", exp.to_identifier(label))
+                changed = True
+            elif not owners and not undefined and None not in tables.values() and isinstance(scope.expression, exp.Select):
+                for alias, joined in _join_owner(scope.expression, column, table, catalog, set(tables)):
+                    tables[alias.lower()] = joined
+                    spelled[alias.lower()] = alias
                     changed = True
     return changed
 
 
+def _role_label(name: str, table: Table, read: object, scope: Scope) -> str | None:
+    """The one column of lookup table ``table`` besides its key, where a table ``read`` refers to it by a key whose
+    role is ``name`` (``eye_colour_id`` for ``eye_colour``) and the query names that key; else None."""
+    roles = {name.lower() + "_id", name.lower() + "id"} & {c.name.lower() for c in scope.columns}
+    if not any(fk.lower() in roles and ref.lower() == table.name.lower()
+               for t in read if t is not None for fk, ref, _ in t.foreign_keys):
+        return None
+    keys = {c.lower() for c in table.primary_key} | {fk.lower() for fk, _, _ in table.foreign_keys}
+    rest = [c.name for c in table.columns if c.name.lower() not in keys]
+    return rest[0] if len(rest) == 1 else None
+
+
 def _join_owner(select: exp.Select, column: exp.Column, table: Table, catalog: Catalog,
-                taken: set[str]) -> tuple[str, Table] | None:
-    """Join the one table linked to ``table`` by a declared key that has ``column``: its new alias and the table."""
+                taken: set[str]) -> list[tuple[str, Table]]:
+    """Join the one table linked to ``table`` by a declared key that has ``column`` (else the one reached through a
+    junction table): the new aliases and their tables, in join order; none when no single path exists."""
+    owns = lambda name: (t := catalog.table(name)) is not None and t.column(column.name) is not None  # noqa: E731
+    paths = [[link] for link in _links(table, catalog) if owns(link[1])]
+    if not paths:
+        paths = [[first, second] for first in _links(table, catalog) if (middle := catalog.table(first[1])) is not None
+                 and middle is not table for second in _links(middle, catalog)
+                 if second[1].lower() != table.name.lower() and owns(second[1])]
+    if len(paths) != 1:
+        return []
+    joined, previous = [], column.table
+    for mine, other, theirs in paths[0]:
+        alias = _new_alias(other, taken | {a.lower() for a, _ in joined}, column.table)
+        select.join(exp.to_table(other).as_(alias), on=exp.EQ(this=exp.column(mine, previous),
+                                                              expression=exp.column(theirs, alias)),
+                    join_type="INNER", copy=False)
+        joined.append((alias, catalog.table(other)))
+        previous = alias
+    column.set("table", exp.to_identifier(previous))
+    return joined
+
+
+def _links(table: Table, catalog: Catalog) -> list[tuple[str, str, str]]:
+    """(column of ``table``, other table, its column) for each declared key between ``table`` and another table."""
     links = [(fk, ref_table, ref_col) for fk, ref_table, ref_col in table.foreign_keys]  # table.fk -> ref.col
     links += [(ref_col, t.name, fk) for t in catalog.tables for fk, ref_table, ref_col in t.foreign_keys
               if ref_table.lower() == table.name.lower() and t is not table]  # other.fk -> table.ref_col
-    found = [(mine, other, theirs) for mine, other, theirs in links
-             if (t := catalog.table(other)) is not None and t.column(column.name) is not None]
-    if len(found) != 1:
-        return None
-    mine, other, theirs = found[0]
-    alias = _new_alias(other, taken, column.table)
-    select.join(exp.to_table(other).as_(alias), on=exp.EQ(this=exp.column(mine, column.table),
-                                                          expression=exp.column(theirs, alias)),
-                join_type="INNER", copy=False)
-    column.set("table", exp.to_identifier(alias))
-    return alias, catalog.table(other)
+    return links
 
 
 def _new_alias(table: str, taken: set[str], like: str) -> str:
