@@ -164,18 +164,22 @@ class ValueIndex:
 
         In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
         ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
-        fuzzy match beside an exact one). A value matched by several phrases ranks higher.
+        fuzzy match beside an exact one). A phrase that names a value exactly in one column is not matched by
+        spelling in another ("Amazo" the hero is not the race 'Amazon'). A value matched by several phrases
+        ranks higher.
         """
         wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         for phrase in _phrases(question):
             if all(word in names for word in phrase.split()):
                 continue
-            for entries, score in self._matching(phrase, exact_only=phrase.isdigit()):
-                for entry in entries:
-                    column = self._entries[entry][0]
-                    if wanted is None or self.columns[column].table.casefold() in wanted:
-                        found.setdefault(column, []).append((entry, score, phrase))
+            hits = [(self._entries[entry][0], entry, score) for entries, score in
+                    self._matching(phrase, exact_only=phrase.isdigit()) for entry in entries]
+            hits = [h for h in hits if wanted is None or self.columns[h[0]].table.casefold() in wanted]
+            if any(self._normal[entry] == phrase for _, entry, _ in hits):
+                hits = [h for h in hits if f" {phrase} " in f" {self._normal[h[1]]} "]  # spelled alike only
+            for column, entry, score in hits:
+                found.setdefault(column, []).append((entry, score, phrase))
         matches = [m for column, hits in found.items() if (m := self._column_match(column, hits)) is not None]
         return sorted(matches, key=lambda m: (-m.score, m.total))[:max_columns]
 
@@ -253,8 +257,9 @@ def schema_words(catalog: Catalog) -> frozenset[str]:
 
 
 def _plural_and_singular(word: str) -> tuple[str, ...]:
-    """``word`` with its English plural and singular, as far as an 's' or a 'y'/'ies' tells them."""
-    forms = (word, word + "s", word[:-1] if word.endswith("s") else word)
+    """``word`` with its English plural and singular, as far as an 's', 'es' or a 'y'/'ies' tells them."""
+    forms = (word, word + "s", word + "es", word[:-1] if word.endswith("s") else word,
+             word[:-2] if word.endswith("es") else word)
     if word.endswith("ies"):
         return (*forms, word[:-3] + "y")
     return (*forms, word[:-1] + "ies") if word.endswith("y") else forms
