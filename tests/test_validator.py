@@ -394,6 +394,8 @@ def test_empty_result_is_a_warning(validator: SQLValidator) -> None:
         ("SELECT u.name, o.name FROM users u, organizations o", "cartesian join"),
         ("SELECT u.name FROM users u CROSS JOIN blocks b", "cartesian join"),
         ("SELECT name FROM users LIMIT 1", "LIMIT without ORDER BY"),
+        ("SELECT u.org_id FROM users u JOIN organizations o ON u.org_id = o.id WHERE o.name = 'Acme'",
+         "the answer shows the key u.org_id of table organizations"),
     ],
 )
 def test_style_warnings(validator: SQLValidator, sql: str, warning: str) -> None:
@@ -408,6 +410,10 @@ def test_style_warnings(validator: SQLValidator, sql: str, warning: str) -> None
         "SELECT u.name, o.name FROM users u, organizations o WHERE u.org_id = o.id",
         "SELECT name FROM users ORDER BY created_at LIMIT 1",
         "SELECT count(*) FROM users WHERE EXISTS (SELECT * FROM blocks WHERE blocks.user_id = users.id)",
+        # a key shown beside the joined table's own columns, or with no join along it, or in a subquery
+        "SELECT u.org_id, o.name FROM users u JOIN organizations o ON u.org_id = o.id",
+        "SELECT org_id FROM users WHERE status = 'active'",
+        "SELECT name FROM users WHERE id IN (SELECT b.user_id FROM blocks b JOIN users u ON b.user_id = u.id)",
     ],
 )
 def test_no_spurious_warnings(validator: SQLValidator, sql: str) -> None:

@@ -1,14 +1,18 @@
 """Advice on a query that is valid but probably not what was meant: ``SELECT *``, ``LIMIT`` without
-``ORDER BY``, and joins that pair every row with every row. Warnings never invalidate a query."""
+``ORDER BY``, joins that pair every row with every row, and (:func:`key_warnings`) an answer that shows a
+key where the table it joins holds the words. Warnings never invalidate a query."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import walk_in_scope
 
+from text2sql_dspy.programs.db.catalog import Catalog
 from text2sql_dspy.programs.db.names import written
 
-__all__ = ["style_warnings"]
+__all__ = ["SHOWS_KEY", "key_warnings", "style_warnings"]
+
+SHOWS_KEY = "shows the key"  # the words every key warning carries, for the agents to recognise
 
 
 def style_warnings(tree: exp.Expr, sql: str) -> list[str]:
@@ -104,3 +108,34 @@ def _single_row(query: exp.Expr) -> bool:
         and bool(query.expressions)
         and all(e.find(exp.AggFunc) is not None for e in query.expressions)
     )
+
+
+def key_warnings(tree: exp.Expr, catalog: Catalog) -> list[str]:
+    """The outermost SELECT's columns that are a foreign key whose table the query joins along that key, while it
+    shows none of that table's columns: ``SELECT T1.skin_colour_id ... JOIN colour AS T2 ON T1.skin_colour_id =
+    T2.id`` answers with a number where ``T2.colour`` holds the words."""
+    outer = tree.unnest() if isinstance(tree, exp.Subquery) else tree
+    select = outer if isinstance(outer, exp.Select) else None
+    if select is None:
+        return []
+    sources = {(t.alias_or_name or "").lower(): t for t in select.find_all(exp.Table) if t.parent_select is select}
+    shown = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions]
+    shown_tables = {c.table.lower() for e in shown for c in e.find_all(exp.Column) if c.table}
+    found = []
+    for column in shown:
+        if not isinstance(column, exp.Column) or not column.table or column.table.lower() not in sources:
+            continue
+        table = catalog.table(sources[column.table.lower()].name)
+        for key, referenced, _ in table.foreign_keys if table is not None else []:
+            if key.lower() != column.name.lower():
+                continue
+            for join in select.args.get("joins") or []:
+                target, on = join.this, join.args.get("on")
+                alias = (target.alias_or_name or "").lower() if isinstance(target, exp.Table) else ""
+                if not alias or target.name.lower() != referenced.lower() or on is None or alias in shown_tables:
+                    continue
+                if any(c.table.lower() == column.table.lower() and c.name.lower() == key.lower()
+                       for c in on.find_all(exp.Column)):
+                    found.append(f"the answer {SHOWS_KEY} {column.sql()} of table {referenced}, which it joins as "
+                                 f"{target.alias_or_name} but shows none of its columns: show the ones that name it")
+    return list(dict.fromkeys(found))
