@@ -15,7 +15,7 @@ from text2sql_dspy.programs.db.names import normalize_names
 from text2sql_dspy.programs.db.requalify import requalified
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.db.values import (
-    ColumnValues, ValueIndex, normalise, render_matches, schema_words, value_index,
+    ColumnValues, ValueIndex, _plural_and_singular, normalise, render_matches, schema_words, value_index,
 )
 
 CRIMES = [("Salford 001A", "Burglary", "Investigation complete; no suspect identified"),
@@ -115,10 +115,29 @@ def test_a_word_naming_the_schema_or_a_number_matches_only_itself(question: str,
     assert found == expected
 
 
+HEROES = ValueIndex([ColumnValues("superhero", "full_name", ("Hunter Zolomon", "Abraham Sapien"), True),
+                     ColumnValues("superhero", "superhero_name", ("Rip Hunter", "Amazo", "Abe Sapien"), True),
+                     ColumnValues("race", "race", ("Amazon", "Icthyo Sapien"), True),
+                     ColumnValues("publisher", "publisher_name", ("NBC - Heroes", "Marvel Comics"), True)])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # a value named exactly silences its own words elsewhere, and look-alikes of it in other columns
+    ("powers of Hunter Zolomon", {"superhero.full_name": ("Hunter Zolomon",)}),
+    ("eye colour of Abraham Sapien", {"superhero.full_name": ("Abraham Sapien",)}),
+    ("how many powers does Amazo have", {"superhero.superhero_name": ("Amazo",)}),
+    ("which heroes were born Amazons", {"race.race": ("Amazon",), "publisher.publisher_name": ("NBC - Heroes",)}),
+    ("Rip Hunter's powers", {"superhero.superhero_name": ("Rip Hunter",)}),
+])
+def test_a_value_named_exactly_silences_its_words_and_look_alikes_elsewhere(question: str, expected: dict) -> None:
+    assert {f"{m.table}.{m.column}": m.shown for m in HEROES.lookup(question)} == expected
+
+
 def test_schema_words_are_the_names_and_the_prose_of_the_descriptions_not_the_values_they_quote(source) -> None:
     words = schema_words(source.catalog)
     assert {"crime", "crimes", "lsoa", "reactor", "type", "capacity", "mw", "unit", "units", "plant"} <= words
     assert {"country", "countries"} <= words  # a plural in 'ies' too
+    assert "hero" in _plural_and_singular("heroes") and "heroes" in _plural_and_singular("hero")  # and in -es
     assert "salford" not in words
     source.catalog.table("plant").column("status").description = "Where the plant stands: 'Planned' or 'Operational'."
     words = schema_words(source.catalog)

@@ -162,21 +162,23 @@ class ValueIndex:
         the code ``'mfa_failed'``; "audit log" is not ``'audit_log_export'``. A number alone matches only itself:
         the "10" of "top 10" is not in ``'92.75.31.10'``.
 
-        In a column, a phrase inside a longer phrase that names a value exactly is not matched on its own
-        ("marvel" beside "marvel comics"), and a phrase's matches much weaker than its best are dropped (a
-        fuzzy match beside an exact one). A phrase that names a value exactly in one column is not matched by
-        spelling in another ("Amazo" the hero is not the race 'Amazon'). A value matched by several phrases
-        ranks higher.
+        A phrase inside a longer phrase that names a value exactly is not matched on its own ("hunter" beside
+        "hunter zolomon" is not the hero 'Rip Hunter'), and a phrase's matches much weaker than its best are
+        dropped (a fuzzy match beside an exact one). A phrase that names a value exactly in one column is not
+        matched by spelling in another ("Amazo" the hero is not the race 'Amazon'). A value matched by several
+        phrases ranks higher.
         """
         wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
+        named: list[str] = []  # phrases that name a value exactly; longer phrases come first
         for phrase in _phrases(question):
-            if all(word in names for word in phrase.split()):
+            if all(word in names for word in phrase.split()) or any(f" {phrase} " in f" {n} " for n in named):
                 continue
             hits = [(self._entries[entry][0], entry, score) for entries, score in
                     self._matching(phrase, exact_only=phrase.isdigit()) for entry in entries]
             hits = [h for h in hits if wanted is None or self.columns[h[0]].table.casefold() in wanted]
             if any(self._normal[entry] == phrase for _, entry, _ in hits):
+                named.append(phrase)
                 hits = [h for h in hits if f" {phrase} " in f" {self._normal[h[1]]} "]  # spelled alike only
             for column, entry, score in hits:
                 found.setdefault(column, []).append((entry, score, phrase))
