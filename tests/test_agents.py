@@ -244,6 +244,27 @@ def test_v2_does_not_redraft_on_the_judges_doubt_alone(tiny_db: Path, tiny_schem
     assert result["query"] == ALL_USERS and result["judge_score"] == pytest.approx(0.1)
 
 
+KEY_SHOWN = "SELECT organization_id FROM users WHERE email = 'ann@acme.test'"  # a number where a name is asked
+NAMED = ("SELECT T2.name FROM users AS T1 JOIN organizations AS T2 ON T1.organization_id = T2.id "
+         "WHERE T1.email = 'ann@acme.test'")
+
+
+@pytest.mark.parametrize(("question", "redrafted"), [
+    ("Which organization is ann@acme.test in?", True),  # asks for the organization: the key is a symptom
+    ("What is the organization id of ann@acme.test?", False),  # asks for the id: the key is the answer
+])
+def test_v2_redrafts_an_answer_that_shows_a_key_where_no_id_is_asked(tiny_db: Path, tiny_schemas: Path,
+                                                                     question: str, redrafted: bool) -> None:
+    lm = logprob_lm([scripted_draft(KEY_SHOWN, 0.97), scripted_verdict(0.6), scripted_draft(NAMED, 0.97),
+                     scripted_verdict(0.9)])
+    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields(question)
+    first = next(r for r in result["readings"] if r["sql"] == KEY_SHOWN)
+    assert any("shows the key users.organization_id" in f for f in first["findings"]) == redrafted
+    if redrafted:
+        assert "shows the key users.organization_id" in prompt_of(lm, 2)  # the redraft is told why
+    assert result["query"] == (NAMED if redrafted else KEY_SHOWN)
+
+
 def test_v2_keeps_the_first_choice_when_the_redraft_is_judged_worse(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([
         scripted_draft(NO_ROWS, 0.97), scripted_verdict(0.3, ["maybe wrong"]),

@@ -8,7 +8,8 @@ directly and record each call as a ReAct step (:func:`~.trajectory.take_step`):
 2. validate each distinct draft; if none is valid, redraft once from the validator's findings;
 3. V2: run the valid ones read-only, group them by result (:func:`~..db.results.same_result`),
    and let the judge score one query per group; choose by judge probability and agreement; a
-   chosen query that errs or returns nothing (or only NULLs) is redrafted once from those facts;
+   chosen query that errs, returns nothing (or only NULLs) or shows a symptom (:attr:`Candidate.symptoms`)
+   is redrafted once from those facts;
 4. submit.
 
 When the opening finds no valid query, :class:`~.repair.RepairAgent` (a ``dspy.ReAct``) takes
@@ -36,6 +37,7 @@ from text2sql_dspy.programs.agents.trajectory import reasoning_steps, take_step
 from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.db.difference import differences
 from text2sql_dspy.programs.db.literals import MISSING_VALUE
+from text2sql_dspy.programs.db.query_warnings import SHOWS_KEY
 from text2sql_dspy.programs.db.results import same_result
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.db.validator import ValidationResult
@@ -73,6 +75,13 @@ class Candidate:
         """The validator's findings of literals the database does not hold (:mod:`~..db.literals`)."""
         warnings = self.validation.warnings if isinstance(self.validation, ValidationResult) else []
         return [w for w in warnings if MISSING_VALUE in w]
+
+    @property
+    def symptoms(self) -> list[str]:
+        """Findings that the result cannot be what was asked: a literal the column does not hold, a key shown
+        where the question asks for no id (:func:`~..db.query_warnings.keys_shown`)."""
+        warnings = self.validation.warnings if isinstance(self.validation, ValidationResult) else []
+        return [w for w in warnings if MISSING_VALUE in w or SHOWS_KEY in w]
 
 
 class ReActAgent(Text2SQLProgram):
@@ -189,10 +198,10 @@ class ReActAgent(Text2SQLProgram):
             valid = [redraft] if redraft is not None else []
         if not valid:
             return  # the ReAct loop repairs from here
-        if state.judge is None and all(c.missing_values for c in valid):  # V2 redrafts after judging, with the facts
+        if state.judge is None and all(c.symptoms for c in valid):  # V2 redrafts after judging, with the facts
             redraft = self._redraft(tools, trajectory, question, view, valid[0], pool,
-                                    "The query compares a column with a value it does not hold; I redrafted it.")
-            if redraft is not None and not redraft.missing_values:
+                                    "The query's result cannot be what was asked; I redrafted it.")
+            if redraft is not None and not redraft.symptoms:
                 valid.append(redraft)
         groups = group_by_result(state, valid)
         total = sum(c.votes for c in valid)  # drafts behind the valid queries: a vote share's denominator
@@ -205,7 +214,7 @@ class ReActAgent(Text2SQLProgram):
             state.votes.update({g.sql: g.votes for g in groups})  # a group's votes go to the query shown for it
             state.alternatives = [c.sql for c in close_readings(groups, total)]
             facts = state.execution_facts(best.sql)
-            if (not facts.ok or facts.empty or facts.all_null or best.missing_values) and state.judge_available():  # facts, not the judge's doubt
+            if (not facts.ok or facts.empty or facts.all_null or best.symptoms) and state.judge_available():  # facts, not the judge's doubt
                 redraft = self._redraft(tools, trajectory, question, view, best, pool,
                                         "I redrafted the query from the judge's findings; check it.", facts=True)
                 if redraft is not None:
@@ -359,8 +368,8 @@ def close_readings(groups: list[Candidate], total: int) -> list[Candidate]:
 
 def choice_score(candidate: Candidate, total: int) -> float:
     """How strongly the evidence supports a candidate: the judge's probability and the candidates' agreement,
-    less :data:`MISSING_VALUE_PENALTY` when it compares a column with a value the database does not hold."""
-    penalty = MISSING_VALUE_PENALTY if candidate.missing_values else 0.0
+    less :data:`MISSING_VALUE_PENALTY` when it shows a symptom (:attr:`Candidate.symptoms`)."""
+    penalty = MISSING_VALUE_PENALTY if candidate.symptoms else 0.0
     return 0.5 * judged_score(candidate) + 0.5 * candidate.votes / max(1, total) - penalty
 
 
@@ -371,6 +380,7 @@ def repair_hints(candidate: Candidate, state: AgentState | None = None) -> str:
     if isinstance(validation, ValidationResult) and not validation.valid:
         lines += [f"- {e}" for e in validation.errors[:4]] + [f"- {s}" for s in validation.suggestions[:4]]
     lines += [f"- {m}: use a stored value" for m in candidate.missing_values[:4]]
+    lines += [f"- {m}" for m in candidate.symptoms if m not in candidate.missing_values][:2]
     if state is not None and candidate.valid:
         lines.append("It returned:\n" + state.execution_facts(candidate.sql).render())
     if candidate.verdict is not None:

@@ -8,7 +8,7 @@ which only the ReAct loop's observations use; the agent's fixed moves read the o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dspy
@@ -16,6 +16,7 @@ import dspy
 from text2sql_dspy.programs.agents.state import AgentState
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.programs.db.describe import describe_query
+from text2sql_dspy.programs.db.query_warnings import keys_shown
 from text2sql_dspy.programs.db.reply import clean_sql
 from text2sql_dspy.programs.db.validator import ValidationResult
 from text2sql_dspy.programs.progress import emit
@@ -130,6 +131,9 @@ class Tools:
         state.validation_attempts += 1
         emit("checking", sql=sql)
         result = state.source.validator.validate(sql)
+        if result.valid:  # what the validator cannot know without the question
+            keys = keys_shown(sql, state.source.catalog, state.question, state.source.dialect)
+            result = replace(result, warnings=[*result.warnings, *keys]) if keys else result
         state.validations.append(result)
         if state.judge_scores and state.judge_scores[-1] < ACCEPT_SCORE:
             state.semantic_corrections += 1  # a new query written after the judge found fault

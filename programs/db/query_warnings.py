@@ -1,18 +1,25 @@
 """Advice on a query that is valid but probably not what was meant: ``SELECT *``, ``LIMIT`` without
-``ORDER BY``, joins that pair every row with every row, and (:func:`key_warnings`) an answer that shows a
-key where the table it joins holds the words. Warnings never invalidate a query."""
+``ORDER BY``, and joins that pair every row with every row. Warnings never invalidate a query.
+
+:func:`keys_shown`, for the agents, which know the question: an answer that shows a key (a number pointing into
+another table) where the question asks for no id."""
 
 from __future__ import annotations
 
+import re
+
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import walk_in_scope
 
 from text2sql_dspy.programs.db.catalog import Catalog
 from text2sql_dspy.programs.db.names import written
 
-__all__ = ["SHOWS_KEY", "key_warnings", "style_warnings"]
+__all__ = ["SHOWS_KEY", "key_warnings", "keys_shown", "style_warnings"]
 
 SHOWS_KEY = "shows the key"  # the words every key warning carries, for the agents to recognise
+_ASKS_FOR_KEYS = re.compile(r"\b(ids?|identifiers?|numbers?|codes?|keys?)\b", re.IGNORECASE)
 
 
 def style_warnings(tree: exp.Expr, sql: str) -> list[str]:
@@ -110,32 +117,50 @@ def _single_row(query: exp.Expr) -> bool:
     )
 
 
-def key_warnings(tree: exp.Expr, catalog: Catalog) -> list[str]:
-    """The outermost SELECT's columns that are a foreign key whose table the query joins along that key, while it
-    shows none of that table's columns: ``SELECT T1.skin_colour_id ... JOIN colour AS T2 ON T1.skin_colour_id =
-    T2.id`` answers with a number where ``T2.colour`` holds the words."""
-    outer = tree.unnest() if isinstance(tree, exp.Subquery) else tree
-    select = outer if isinstance(outer, exp.Select) else None
-    if select is None:
+def keys_shown(sql: str, catalog: Catalog, question: str, dialect: str = "sqlite") -> list[str]:
+    """:func:`key_warnings` of ``sql`` when ``question`` asks for no id, number, code or key; else none."""
+    if _ASKS_FOR_KEYS.search(question):
         return []
-    sources = {(t.alias_or_name or "").lower(): t for t in select.find_all(exp.Table) if t.parent_select is select}
-    shown = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions]
-    shown_tables = {c.table.lower() for e in shown for c in e.find_all(exp.Column) if c.table}
+    try:
+        return key_warnings(sqlglot.parse_one(sql, read=dialect), catalog)
+    except (SqlglotError, RecursionError, ValueError):
+        return []
+
+
+def key_warnings(tree: exp.Expr, catalog: Catalog) -> list[str]:
+    """The outermost SELECT's columns that are a foreign key holding integers into a table with text of its own,
+    while the answer shows none of that table's columns: ``SELECT eye_colour_id FROM superhero``, or ``SELECT
+    T1.skin_colour_id ... JOIN colour AS T2 ON T1.skin_colour_id = T2.id``, answers with a number where
+    ``colour.colour`` holds the words."""
+    outer = tree.unnest() if isinstance(tree, exp.Subquery) else tree
+    if not isinstance(outer, exp.Select):
+        return []
+    sources = {(t.alias_or_name or "").lower(): t for t in outer.find_all(exp.Table) if t.parent_select is outer}
+    stored = {alias: table for alias, node in sources.items() if (table := catalog.table(node.name)) is not None}
+    shown = [e.this if isinstance(e, exp.Alias) else e for e in outer.expressions]
+    shown_tables = {stored[a].name.lower() for e in shown for c in e.find_all(exp.Column)
+                    if (a := c.table.lower() if c.table else _only(stored, c.name)) in stored}
     found = []
     for column in shown:
-        if not isinstance(column, exp.Column) or not column.table or column.table.lower() not in sources:
+        if not isinstance(column, exp.Column) or isinstance(column.this, exp.Star):
             continue
-        table = catalog.table(sources[column.table.lower()].name)
-        for key, referenced, _ in table.foreign_keys if table is not None else []:
-            if key.lower() != column.name.lower():
+        alias = column.table.lower() if column.table else _only(stored, column.name)
+        table = stored.get(alias or "")
+        own = table.column(column.name) if table is not None else None
+        if own is None or not own.stores_integer:
+            continue
+        for key, referenced, _ in table.foreign_keys:
+            target = catalog.table(referenced)
+            if key.lower() != own.name.lower() or target is None or target.name.lower() in shown_tables:
                 continue
-            for join in select.args.get("joins") or []:
-                target, on = join.this, join.args.get("on")
-                alias = (target.alias_or_name or "").lower() if isinstance(target, exp.Table) else ""
-                if not alias or target.name.lower() != referenced.lower() or on is None or alias in shown_tables:
-                    continue
-                if any(c.table.lower() == column.table.lower() and c.name.lower() == key.lower()
-                       for c in on.find_all(exp.Column)):
-                    found.append(f"the answer {SHOWS_KEY} {column.sql()} of table {referenced}, which it joins as "
-                                 f"{target.alias_or_name} but shows none of its columns: show the ones that name it")
+            keys = {c.lower() for c in target.primary_key} | {fk.lower() for fk, _, _ in target.foreign_keys}
+            if any(c.stores_text and c.name.lower() not in keys for c in target.columns):
+                found.append(f"the answer {SHOWS_KEY} {table.name}.{own.name}, a number pointing into {target.name}: "
+                             f"show the {target.name} columns that name it")
     return list(dict.fromkeys(found))
+
+
+def _only(stored: dict, column: str) -> str | None:
+    """The alias of the one stored table read here that has ``column``; None if none or several."""
+    owners = [alias for alias, table in stored.items() if table.column(column) is not None]
+    return owners[0] if len(owners) == 1 else None

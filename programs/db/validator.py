@@ -47,7 +47,7 @@ from text2sql_dspy.programs.db.policy import (
     statement_keywords,
     statement_label,
 )
-from text2sql_dspy.programs.db.query_warnings import key_warnings, style_warnings
+from text2sql_dspy.programs.db.query_warnings import style_warnings
 from text2sql_dspy.programs.db.reply import clean_sql
 from text2sql_dspy.programs.db.resolution import check_names
 from text2sql_dspy.programs.db.values import ValueIndex
@@ -205,7 +205,7 @@ class SQLValidator:
         except Exception as exc:  # sqlglot's scope builder refuses some exotic shapes
             found.warn(f"could not check table and column names ({_one_line(str(exc))[:120]})")
         try:
-            for warning in [*style_warnings(tree, sql), *key_warnings(tree, self.catalog)]:
+            for warning in style_warnings(tree, sql):
                 found.warn(warning)
         except Exception:  # warnings are advice: never let them break validation
             pass
