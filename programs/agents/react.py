@@ -48,7 +48,7 @@ __all__ = ["ReActAgent", "ReActAgentV2"]
 
 SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
-MISSING_VALUE_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
+SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
 UNSURE_MARGIN = 0.1  # two judged results whose choice scores are this close: the user is shown both
 
@@ -368,8 +368,8 @@ def close_readings(groups: list[Candidate], total: int) -> list[Candidate]:
 
 def choice_score(candidate: Candidate, total: int) -> float:
     """How strongly the evidence supports a candidate: the judge's probability and the candidates' agreement,
-    less :data:`MISSING_VALUE_PENALTY` when it shows a symptom (:attr:`Candidate.symptoms`)."""
-    penalty = MISSING_VALUE_PENALTY if candidate.symptoms else 0.0
+    less :data:`SYMPTOM_PENALTY` when it shows a symptom (:attr:`Candidate.symptoms`)."""
+    penalty = SYMPTOM_PENALTY if candidate.symptoms else 0.0
     return 0.5 * judged_score(candidate) + 0.5 * candidate.votes / max(1, total) - penalty
 
 
