@@ -35,8 +35,10 @@ def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
     """``sql`` with each wrongly qualified column requalified where one reading exists; else ``sql`` unchanged."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-        changed = tree is not None and _role_tables(tree, catalog)
-        changed = tree is not None and _requalify(tree, catalog) or changed
+        if tree is None:
+            return sql
+        changed = _role_tables(tree, catalog)
+        changed = _requalify(tree, catalog) or changed
         return tree.sql(dialect=dialect) if changed else sql
     except (SqlglotError, RecursionError, ValueError):
         return sql
@@ -53,7 +55,7 @@ def _role_tables(tree: exp.Expr, catalog: Catalog) -> bool:
         name = node.name.lower()
         if not name or node.args.get("db") or name in ctes or catalog.table(node.name) is not None:
             continue
-        roles = {name + "_id", name + "id"}
+        roles = _roles(name)
         referenced = {ref.lower() for t in read for column, ref, _ in t.foreign_keys if column.lower() in roles}
         if len(referenced) != 1 or (target := catalog.table(referenced.pop())) is None:
             continue
@@ -97,13 +99,18 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
 def _role_label(name: str, table: Table, read: object, scope: Scope) -> str | None:
     """The one column of lookup table ``table`` besides its key, where a table ``read`` refers to it by a key whose
     role is ``name`` (``eye_colour_id`` for ``eye_colour``) and the query names that key; else None."""
-    roles = {name.lower() + "_id", name.lower() + "id"} & {c.name.lower() for c in scope.columns}
+    roles = _roles(name) & {c.name.lower() for c in scope.columns}
     if not any(fk.lower() in roles and ref.lower() == table.name.lower()
                for t in read if t is not None for fk, ref, _ in t.foreign_keys):
         return None
     keys = {c.lower() for c in table.primary_key} | {fk.lower() for fk, _, _ in table.foreign_keys}
     rest = [c.name for c in table.columns if c.name.lower() not in keys]
     return rest[0] if len(rest) == 1 else None
+
+
+def _roles(name: str) -> set[str]:
+    """The key column names whose role ``name`` is: ``eye_colour`` for ``eye_colour_id`` (lower-cased)."""
+    return {name.lower() + "_id", name.lower() + "id"}
 
 
 def _join_owner(select: exp.Select, column: exp.Column, table: Table, catalog: Catalog,

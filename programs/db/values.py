@@ -186,8 +186,6 @@ class ValueIndex:
         return sorted(matches, key=lambda m: (-m.score, m.total))[:max_columns]
 
     def _column_match(self, column: int, hits: list[tuple[int, float, str]]) -> ValueMatch | None:
-        exact = {phrase for entry, _, phrase in hits if self._normal[entry] == phrase}
-        hits = [h for h in hits if h[2] in exact or not any(f" {h[2]} " in f" {longer} " for longer in exact)]
         best_of = {}
         for _, score, phrase in hits:
             best_of[phrase] = max(score, best_of.get(phrase, 0.0))
