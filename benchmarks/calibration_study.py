@@ -22,20 +22,8 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from text2sql_dspy.optimize.evaluation import load_records
-from text2sql_dspy.optimize.report import expected_calibration_error, roc_auc
-
-
-def signals(record: dict) -> list[float]:
-    judge = record.get("judge_score")
-    return [
-        0.5 if judge is None else float(judge),
-        float(record.get("confidence") or 0.0),
-        float(record.get("agreement") or 0.0),
-        min(int(record.get("candidates") or 1), 3) / 3,
-        float(bool(record.get("valid"))),
-        float(bool(record.get("fallback_reason"))),
-        min(int(record.get("lm_calls") or 0), 8) / 8,
-    ]
+from text2sql_dspy.optimize.report import roc_auc
+from text2sql_dspy.programs.calibration import expected_calibration_error, signals
 
 
 def scored(probabilities: np.ndarray, right: np.ndarray) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
+from text2sql_dspy.programs.calibration import expected_calibration_error
 SEED_METRICS = (
     "structural_validation_calls",
     "judge_calls",
@@ -120,21 +121,6 @@ def roc_auc(pairs: list[tuple[float, bool]]) -> float | None:
     from sklearn.metrics import roc_auc_score
 
     return float(roc_auc_score(truth, [s for s, _ in pairs]))
-
-
-def expected_calibration_error(pairs: list[tuple[float, bool]], bins: int = 10) -> float | None:
-    """Weighted mean |accuracy - confidence| over equal-width confidence bins."""
-    if not pairs:
-        return None
-    total = 0.0
-    for b in range(bins):
-        lo, hi = b / bins, (b + 1) / bins
-        members = [(p, c) for p, c in pairs if lo <= p < hi or (b == bins - 1 and p == 1.0)]
-        if members:
-            confidence = sum(p for p, _ in members) / len(members)
-            accuracy = sum(c for _, c in members) / len(members)
-            total += len(members) / len(pairs) * abs(accuracy - confidence)
-    return total
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -91,7 +91,10 @@ class Answer(BaseModel):
     explanation: str = ""
     status: Status
     reason: str = ""  # why the status is not "answered", or a note on how the answer was reached
-    confidence: float = 0.0
+    confidence: float = 0.0  # with ``calibrated``, the probability that the answer is right; else the program's score
+    calibrated: bool = False  # ``confidence`` comes from this database's calibration (``text2sql calibrate``)
+    sure: bool = False  # calibrated, and at or above the cut-off where verified answers were right 90% of the time
+    calibration: str = ""  # what the calibration was fitted on
     judge_score: float | None = None
     drafts: int = 1  # drafts written for the question (V2 samples more when unsure)
     agreement: float | None = None  # the share of those drafts whose result the answer's query returns
@@ -99,6 +102,13 @@ class Answer(BaseModel):
     alternatives: list[Reading] = Field(default_factory=list)  # when unsure: the readings to choose between
     steps: list[Step] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
+
+    @property
+    def confidence_line(self) -> str:
+        """The confidence in words a user can read: a probability when calibrated, else the score, named as such."""
+        if self.calibrated:
+            return f"chance right {self.confidence:.2f} ({self.calibration})"
+        return f"confidence {self.confidence:.2f} (uncalibrated: text2sql calibrate fits it to this database)"
 
     @property
     def chosen(self) -> Reading | None:
@@ -128,6 +138,8 @@ class Answer(BaseModel):
         )
         return cls(question=question, sql=sql, explanation=str(fields.get("explanation") or ""), status=status,
                    reason=reason, confidence=float(fields.get("confidence") or 0.0),
+                   calibrated=bool(fields.get("calibrated")), sure=bool(fields.get("sure")),
+                   calibration=str(fields.get("calibration") or ""),
                    judge_score=fields.get("judge_score"), drafts=int(fields.get("candidates") or 1),
                    agreement=fields.get("agreement"), readings=readings, alternatives=alternatives, steps=steps, metrics=metrics)
 

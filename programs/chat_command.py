@@ -62,7 +62,7 @@ def chat(args: argparse.Namespace) -> int:
                 save_if_asked(args, program.source(db_path), line, picked.sql, conversation.turns[:-1], program.lm)
                 answer = answer.model_copy(update={"sql": picked.sql})
         print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")
-        print(f"   confidence {answer.confidence:.2f} | {answer.metrics.lm_calls} LM calls | {answer.metrics.latency_s:.1f}s")
+        print(f"   {answer.confidence_line} | {answer.metrics.lm_calls} LM calls | {answer.metrics.latency_s:.1f}s")
         _rows(program.source(db_path), answer.sql)
 
 

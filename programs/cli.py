@@ -90,7 +90,7 @@ def ask(args: argparse.Namespace) -> int:
     if args.json:
         return save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
     print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")
-    line = f"\nconfidence {answer.confidence:.2f}"
+    line = f"\n{answer.confidence_line}"
     if answer.judge_score is not None:
         line += f" | judge score {answer.judge_score:.2f}"
     line += f" | {answer.metrics.lm_calls} LM calls | {answer.metrics.latency_s:.1f}s"

@@ -80,7 +80,7 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
         main(["--help"])
     out = capsys.readouterr().out
     assert exited.value.code == 0
-    assert "{ask,chat,compile,evaluate,learn,examples,serve}" in out
+    assert "{ask,chat,compile,evaluate,calibrate,learn,examples,serve}" in out
 
 
 @pytest.mark.parametrize(

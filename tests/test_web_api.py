@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
+from text2sql_dspy.programs.calibration import Calibration, save_calibration
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.web.service import Service
 from tests.fakes import draft, logprob_lm, scripted_draft, scripted_verdict
 from tests.web_fakes import FAILED_BY_USER, GatedLM, client_for, scripted_service
@@ -55,16 +58,34 @@ def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Serv
                                                  "name": "failed"}
 
 
-def test_v2_answer_shows_the_judge_in_words(tiny_db: Path) -> None:
+def v2_answer(tiny_db: Path) -> dict:
+    """V2's answer through the API: a right count, drafted at 0.97, judged 0.92."""
     lm = logprob_lm([scripted_draft("SELECT count(*) FROM users WHERE status = 'suspended'", 0.97), scripted_verdict(0.92)])
     service = scripted_service(tiny_db, lm, program="v2")
     try:
-        body = client_for(service).post("/api/ask", json={"question": "How many users are suspended?"}).json()
+        return client_for(service).post("/api/ask", json={"question": "How many users are suspended?"}).json()
     finally:
         service.close()
+
+
+def test_v2_answer_shows_the_judge_in_words(tiny_db: Path) -> None:
+    body = v2_answer(tiny_db)
     assert body["judge_score"] == pytest.approx(0.92) and body["judge_words"] == "the judge thinks it answers the question"
     assert body["confidence_words"] == "likely right"
     assert body["chart"]["kind"] == "number" and body["chart"]["value"] == 1
+    assert body["calibrated"] is False
+
+
+def test_a_calibrated_answer_is_likely_right_only_when_sure(
+    tiny_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path))  # this test's own calibration, seen by no other test
+    calibration = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.9, model="openai/scripted-logprobs")
+    save_calibration(calibration, database_key(open_source(tiny_db)), "ReActAgentV2")
+    body = v2_answer(tiny_db)
+    assert body["calibrated"] is True and body["sure"] is False and body["confidence"] == pytest.approx(0.731, abs=1e-3)
+    assert body["confidence_words"] == "check this"  # the judge's 0.92 alone no longer says "likely right"
+    assert body["calibration"] == "calibrated on 40 verified questions of this database (29 answered right)"
 
 
 def test_the_page_follows_progress_over_sse_and_gets_the_rendered_answer(service: Service) -> None:
@@ -79,6 +100,7 @@ def test_the_page_follows_progress_over_sse_and_gets_the_rendered_answer(service
     assert name == "answer"
     assert 'class="chart" data-kind="bar"' in html and "bob@acme.test" in html and "Download CSV" in html
     assert "<strong>2</strong> rows" in html and ">Right</button>" in html and "Candidates (1)" in html
+    assert "(uncalibrated: text2sql calibrate fits it to this database)" in html
     job = started.json()["id"]
     assert client.get(f"/jobs/{job}").text.strip() == html.strip()
     csv = client.get(f"/jobs/{job}/result.csv")

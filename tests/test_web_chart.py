@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.web.answer import confidence_words, judge_words, pretty_sql
 from text2sql_dspy.programs.web.chart import choose_chart
 from text2sql_dspy.programs.web.serve_command import TOKEN_ENV
@@ -56,9 +57,24 @@ def test_anything_else_is_just_the_table(columns: list[str], rows: list[tuple]) 
     assert choose_chart(columns, rows) is None
 
 
-def test_confidence_and_judge_in_words() -> None:
-    assert confidence_words(0.9) == "likely right" and confidence_words(0.5) == "check this"
-    assert confidence_words(0.1).startswith("probably wrong") and confidence_words(None) == "no confidence given"
+@pytest.mark.parametrize(
+    ("confidence", "calibration", "words"),
+    [
+        (0.9, {}, "likely right"),  # uncalibrated: the score against the agents' bars
+        (0.5, {}, "check this"),
+        (0.1, {}, "probably wrong: check it carefully"),
+        (0.95, {"calibrated": True, "sure": False}, "check this"),  # calibrated: "likely right" only when sure
+        (0.8, {"calibrated": True, "sure": True}, "likely right"),
+        (0.5, {"calibrated": True}, "check this"),
+        (0.4, {"calibrated": True}, "probably wrong: check it carefully"),
+    ],
+)
+def test_confidence_in_words(confidence: float, calibration: dict, words: str) -> None:
+    answer = Answer(question="q", sql="SELECT 1", status="answered", confidence=confidence, **calibration)
+    assert confidence_words(answer) == words
+
+
+def test_judge_in_words() -> None:
     assert judge_words(0.9) == "the judge thinks it answers the question" and judge_words(0.5) == "the judge is unsure"
     assert judge_words(0.1) == "the judge thinks it does not answer the question" and judge_words(None) == "not judged"
 

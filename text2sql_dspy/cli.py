@@ -1,6 +1,6 @@
 """The ``text2sql`` command line: every subcommand, from the modules that define them.
 
-``ask`` (:mod:`text2sql_dspy.programs.cli`), ``compile`` and ``evaluate`` (:mod:`text2sql_dspy.optimize`),
+``ask`` (:mod:`text2sql_dspy.programs.cli`), ``compile``, ``evaluate`` and ``calibrate`` (:mod:`text2sql_dspy.optimize`),
 ``learn`` and ``examples`` (:mod:`text2sql_dspy.programs.examples.commands`), ``serve`` (the web page and
 JSON API, :mod:`text2sql_dspy.programs.web.serve_command`). A user's mistake (empty
 question, missing database, bad model string, missing API key) exits 2 with one line that names
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from text2sql_dspy.optimize.calibrate_command import CALIBRATE
 from text2sql_dspy.optimize.compile_command import COMPILE
 from text2sql_dspy.optimize.evaluation import EVALUATE
 from text2sql_dspy.programs.chat_command import CHAT
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def commands() -> list[Command]:
     """Every subcommand, in the order ``--help`` lists them."""
-    return [ASK, CHAT, COMPILE, EVALUATE, LEARN, EXAMPLES, SERVE]
+    return [ASK, CHAT, COMPILE, EVALUATE, CALIBRATE, LEARN, EXAMPLES, SERVE]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.answer import Answer
+from text2sql_dspy.programs.calibration import load_calibration
 from text2sql_dspy.programs.conversation import Conversation, render_history
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.question import check_question
@@ -25,6 +26,7 @@ from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.db.values import render_matches, schema_words, value_index
+from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
 from text2sql_dspy.programs.usage import metered
@@ -116,7 +118,20 @@ class Text2SQLProgram(dspy.Module):
             fields = self.answer(question, source, " ".join(str(hint or "").split()), render_history(history))
         fields.update(usage.to_dict())
         fields["latency_s"] = time.perf_counter() - start
+        self.calibrate(source, fields)
         return dspy.Prediction(**fields)
+
+    def calibrate(self, source: DataSource, fields: dict[str, Any]) -> None:
+        """With a calibration saved for this database, program and model (``text2sql calibrate``), ``confidence``
+        becomes the probability that the answer is right (the program's own score kept as ``raw_confidence``);
+        ``calibrated`` says which it is."""
+        calibration = load_calibration(database_key(source), type(self).__name__, lm_name(self.lm))
+        fields["calibrated"] = calibration is not None
+        if calibration is not None:
+            fields["raw_confidence"] = fields.get("confidence", 0.0)
+            fields["confidence"] = calibration.probability(fields)
+            fields["sure"] = calibration.is_sure(fields["confidence"])
+            fields["calibration"] = calibration.describe()
 
     def run(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None) -> Answer:
         """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says; ``history``: the earlier
@@ -138,6 +153,11 @@ class Text2SQLProgram(dspy.Module):
         """Subclasses: the answer's fields (at least ``query``, ``explanation``, ``confidence``); ``history`` is the
         conversation's earlier turns as text (:func:`~..conversation.render_history`)."""
         raise NotImplementedError
+
+
+def lm_name(lm: Any) -> str:
+    """The model an LM runs, as a calibration is keyed by it."""
+    return str(getattr(lm, "model", "") or type(lm).__name__)
 
 
 def _selector(examples: ExampleStore | Path | str | bool | None, k: int, mask: bool) -> ExampleSelector | None:

@@ -95,8 +95,12 @@ def in_words(score: float | None, words: tuple[str, str, str], missing: str) -> 
     return words[0] if score >= ACCEPT_SCORE else words[1] if score >= LOW_SCORE else words[2]
 
 
-def confidence_words(confidence: float | None) -> str:
-    return in_words(confidence, CONFIDENCE_WORDS, "no confidence given")
+def confidence_words(answer: Answer) -> str:
+    """Calibrated: "likely right" only when :attr:`Answer.sure`, "check this" from even odds; else the score
+    against the agents' bars."""
+    if answer.calibrated:
+        return CONFIDENCE_WORDS[0 if answer.sure else 1 if answer.confidence >= 0.5 else 2]
+    return in_words(answer.confidence, CONFIDENCE_WORDS, "no confidence given")
 
 
 def judge_words(score: float | None) -> str:
@@ -132,7 +136,7 @@ class AnswerView:
 
     @property
     def confidence_words(self) -> str:
-        return confidence_words(self.answer.confidence)
+        return confidence_words(self.answer)
 
     @property
     def judge_words(self) -> str:

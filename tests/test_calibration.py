@@ -1,0 +1,131 @@
+"""The per-database calibration: its fit, its cut-off for "sure", where it is kept, and ``text2sql calibrate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dspy
+import numpy as np
+import pytest
+from dspy.utils import DummyLM
+
+from tests.fakes import draft
+from text2sql_dspy.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.calibration import (
+    MIN_ANSWERS, Calibration, consistency, fit, load_calibration, save_calibration, signals, sure_threshold,
+)
+from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.examples.identity import database_key
+from text2sql_dspy.programs.examples.store import ExampleStore
+
+
+@pytest.fixture(autouse=True)
+def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A cache of this test's own: a calibration saved here is seen by no other test."""
+    monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "right", "minimum", "expected"),
+    [
+        ([0.9] * 10 + [0.4] * 10, [True] * 10 + [False] * 10, 10, 0.9),  # the top ten all right
+        ([0.9] * 10 + [0.4] * 10, [True] * 9 + [False] * 11, 10, 0.9),  # 9 of 10: exactly 90%
+        ([0.9] * 10 + [0.4] * 10, [True] * 8 + [False] * 12, 10, None),  # 8 of 10: never sure
+        ([0.9] * 5 + [0.8] * 15, [True] * 20, 10, 0.8),  # five are too few alone: the cut-off goes lower
+        ([0.9] * 5 + [0.8] * 15, [True] * 5 + [False] * 15, 10, None),
+        ([0.7] * 20, [True] * 19 + [False], 10, 0.7),  # ties are kept together, never split
+    ],
+)
+def test_sure_threshold(probabilities: list[float], right: list[bool], minimum: int, expected: float | None) -> None:
+    assert sure_threshold(probabilities, right, minimum=minimum) == expected
+
+
+def answers(judge_right: float, judge_wrong: float, n_right: int, n_wrong: int) -> list[tuple[dict, bool]]:
+    def fields(score: float) -> dict:
+        return {"query": "SELECT 1", "judge_score": score, "confidence": 0.5, "valid": True, "lm_calls": 3}
+
+    return [(fields(judge_right), True)] * n_right + [(fields(judge_wrong), False)] * n_wrong
+
+
+def test_fit_learns_which_signal_tells_right_from_wrong_and_survives_a_round_trip() -> None:
+    calibration = fit(answers(0.9, 0.2, 30, 10), model="m")
+    assert calibration is not None and (calibration.answers, calibration.right, calibration.model) == (40, 30, "m")
+    high = calibration.probability(answers(0.9, 0.2, 1, 0)[0][0])
+    low = calibration.probability(answers(0.9, 0.2, 0, 1)[0][0])
+    assert high > 0.8 and low < 0.5  # regularised: a perfect split on 40 answers is not taken as certainty
+    assert calibration.probability({"query": ""}) == 0.0  # no query is never right
+    assert calibration.held_out_ece is not None and calibration.sure_at is not None and calibration.is_sure(high)
+    assert Calibration.from_json(calibration.to_json()) == calibration
+
+
+@pytest.mark.parametrize(
+    "data",
+    [answers(0.9, 0.2, MIN_ANSWERS - 2, 1), answers(0.9, 0.2, 30, 0), answers(0.9, 0.2, 0, 30)],
+    ids=["too few", "all right", "all wrong"],
+)
+def test_no_calibration_from_too_few_answers_or_one_class(data: list[tuple[dict, bool]]) -> None:
+    assert fit(data) is None
+
+
+def test_signals_read_the_programs_own_confidence_not_the_calibrated_one() -> None:
+    record = {"confidence": 0.93, "raw_confidence": 0.41, "judge_score": None}
+    assert signals(record)[:2] == [0.5, 0.41]
+
+
+def test_consistency_tells_a_calibrated_probability_from_an_overconfident_one() -> None:
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.2, 0.9, 200)
+    calibrated = list(zip(p.tolist(), (rng.random(200) < p).tolist()))
+    overconfident = [(0.9, i % 2 == 0) for i in range(200)]  # said 90%, right half the time
+    assert consistency(calibrated) > 0.05
+    assert consistency(overconfident) < 0.01
+
+
+def test_a_saved_calibration_applies_to_its_database_program_and_model_only(tiny_db: Path, tmp_path: Path) -> None:
+    source = open_source(tiny_db)
+    program = Baseline(tiny_db, retrieval_type="keyword")
+    lm = DummyLM([draft("SELECT count(*) FROM users")] * 2)
+    with dspy.context(lm=lm):
+        plain = program.run("How many users are there?")
+    assert not plain.calibrated and "uncalibrated" in plain.confidence_line
+    calibration = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.7, model="dummy")
+    save_calibration(calibration, database_key(source), "Baseline")
+    assert load_calibration(database_key(source), "Baseline", "other-model") is None
+    assert load_calibration(database_key(source), "ReActAgentV2", "dummy") is None
+    with dspy.context(lm=lm):
+        answer = program.run("How many users are there?")
+    assert answer.calibrated and answer.sure and answer.confidence == pytest.approx(1 / (1 + np.exp(-1.0)))
+    assert answer.confidence_line.startswith(f"chance right {answer.confidence:.2f} (calibrated on 40 verified")
+
+
+QUESTIONS = [f"Question number {i} please" for i in range(24)]
+
+
+def test_calibrate_answers_each_stored_pair_and_saves_the_fit(
+    capsys: pytest.CaptureFixture[str], tiny_db: Path, tmp_path: Path
+) -> None:
+    store_path = tmp_path / "examples.sqlite"
+    store = ExampleStore(store_path)
+    source = open_source(tiny_db)
+    for i, question in enumerate(QUESTIONS):
+        store.add_pair(source, question, f"SELECT id FROM users WHERE id > {i % 3}")
+    replies = {q: draft(f"SELECT id FROM users WHERE id > {i % 3 if i % 4 else 7}") for i, q in enumerate(QUESTIONS)}
+    with dspy.context(lm=DummyLM(replies)):
+        assert main(["calibrate", "--db", str(tiny_db), "--program", "baseline", "--examples", str(store_path),
+                     "--no-examples", "--retrieval", "keyword"]) == 0
+    out = capsys.readouterr().out
+    assert "18 of 24 answered right" in out  # every fourth reply returns other rows
+    calibration = load_calibration(database_key(source), "Baseline", "dummy")
+    assert calibration is not None and (calibration.answers, calibration.right) == (24, 18)
+    assert calibration.probability({"query": "SELECT 1", "confidence": 0.5}) == pytest.approx(0.75, abs=0.05)
+
+
+def test_calibrate_refuses_a_database_with_too_few_pairs(capsys: pytest.CaptureFixture[str], tiny_db: Path,
+                                                         tmp_path: Path) -> None:
+    with dspy.context(lm=DummyLM([])):
+        code = main(["calibrate", "--db", str(tiny_db), "--program", "baseline",
+                     "--examples", str(tmp_path / "empty.sqlite"), "--retrieval", "keyword"])
+    assert code == EXIT_USER_ERROR
+    assert f"0 verified pairs stored for this database; calibrating needs at least {MIN_ANSWERS}" in capsys.readouterr().err
