@@ -3,7 +3,9 @@
     text2sql calibrate --db shop.sqlite [--program v2] [--examples STORE] [--limit N]
 
 The program answers each verified pair's question of that database, with that pair withheld from the
-pairs it is shown, and each answer is scored by running it beside the pair's SQL. A logistic map from the
+pairs it is shown, and each answer is scored by running it beside the pair's SQL. Each scored answer is kept
+beside the calibration as it comes, so a stopped run resumes and a later one answers only new pairs
+(``--fresh`` answers them all again). A logistic map from the
 answers' signals to their rightness (:mod:`text2sql_dspy.programs.calibration`) is saved in the cache dir;
 from then on the program's ``confidence`` on that database is that probability.
 """
@@ -11,6 +13,8 @@ from then on the program's ``confidence`` on that database is that probability.
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.command import Command, positive_int
@@ -21,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_program_arguments(parser)
     parser.add_argument("--limit", type=positive_int, help="answer at most this many pairs (the most recent first)")
+    parser.add_argument("--fresh", action="store_true", help="answer every pair again, not only those not yet answered")
 
 
 def calibrate(args: argparse.Namespace) -> int:
@@ -28,7 +33,7 @@ def calibrate(args: argparse.Namespace) -> int:
 
     from text2sql_dspy.programs.agents.base import lm_name
     from text2sql_dspy.programs.bundled import ensure_bundled_database
-    from text2sql_dspy.programs.calibration import MIN_ANSWERS, fit, save_calibration
+    from text2sql_dspy.programs.calibration import MIN_ANSWERS, calibration_file, fit, save_calibration
     from text2sql_dspy.programs.cli import build_program
     from text2sql_dspy.programs.errors import ConfigurationError
     from text2sql_dspy.programs.examples.identity import database_key
@@ -39,7 +44,7 @@ def calibrate(args: argparse.Namespace) -> int:
     store = ExampleStore(args.examples)
     program = build_program(args, db_path)
     source = program.source(db_path)
-    pairs = sorted(store.examples(source, "pair"), key=lambda p: p.created, reverse=True)[: args.limit]
+    pairs = sorted(store.examples(source, "pair"), key=lambda p: (p.created, p.id), reverse=True)[: args.limit]
     if len(pairs) < MIN_ANSWERS:
         raise ConfigurationError(
             f"{len(pairs)} verified pairs stored for this database; calibrating needs at least {MIN_ANSWERS}. "
@@ -47,20 +52,55 @@ def calibrate(args: argparse.Namespace) -> int:
     if not args.no_examples:  # a question is never shown its own pair
         program.selector = ExampleSelector(store, k=program.selector.k if program.selector else 4,
                                            exclude_same_question=True)
-    answers: list[tuple[dict[str, Any], bool]] = []
-    for pair in tqdm(pairs, desc="calibrating", unit="pair"):
+    model, name = lm_name(program.lm), type(program).__name__
+    kept = answers_file(calibration_file(database_key(source), name, model))
+    if args.fresh:
+        kept.unlink(missing_ok=True)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    done = read_answers(kept)
+    for pair in tqdm([p for p in pairs if answer_key(p) not in done], desc="calibrating", unit="pair"):
         fields = program.fields(pair.question, db_path)
-        answers.append((fields, same_rows(source.database, fields.get("query") or "", pair.sql)))
-    calibration = fit(answers, lm_name(program.lm))
+        done[answer_key(pair)] = record = {"key": answer_key(pair), "right": same_rows(
+            source.database, fields.get("query") or "", pair.sql), **{k: fields[k] for k in SIGNAL_FIELDS if fields.get(k) is not None}}
+        with kept.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record, default=str) + "\n")
+    answers = [(done[answer_key(p)], bool(done[answer_key(p)]["right"])) for p in pairs]
+    calibration = fit(answers, model)
     if calibration is None:
         raise ConfigurationError(f"the program answered {sum(r for _, r in answers)} of {len(answers)} pairs right: "
                                  "a calibration needs both right and wrong answers.")
-    file = save_calibration(calibration, database_key(source), type(program).__name__)
+    file = save_calibration(calibration, database_key(source), name)
     ece = "n/a" if calibration.held_out_ece is None else f"{calibration.held_out_ece:.3f}"
     sure = "no cut-off reaches 90%" if calibration.sure_at is None else f"from {calibration.sure_at:.2f}"
     print(f"{calibration.right} of {calibration.answers} answered right; out-of-fold ECE {ece}; sure {sure}")
     print(f"saved {file}")
     return 0
+
+
+SIGNAL_FIELDS = ("query", "judge_score", "confidence", "raw_confidence", "agreement", "candidates", "valid",
+                 "fallback_reason", "lm_calls")  # what :func:`~..calibration.signals` reads, kept per answer
+
+
+def answer_key(pair: Any) -> str:
+    """A kept answer stands for its pair while the pair's question and SQL are unchanged."""
+    return f"{pair.id}|{pair.question}|{pair.sql}"
+
+
+def answers_file(calibration: Path) -> Path:
+    return calibration.with_suffix(".answers.jsonl")
+
+
+def read_answers(file: Path) -> dict[str, dict[str, Any]]:
+    """The answers kept so far; a line cut short by a killed run is skipped."""
+    done = {}
+    if file.is_file():
+        for line in file.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+                done[record["key"]] = record
+            except (ValueError, KeyError, TypeError):
+                continue
+    return done
 
 
 def same_rows(database: Any, query: str, reference: str) -> bool:

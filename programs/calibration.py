@@ -35,7 +35,9 @@ def signals(fields: Mapping[str, Any]) -> list[float]:
     """An answer's signals, in :data:`SIGNALS` order, from ``forward``'s fields or an evaluation record (the
     program's own confidence before calibration, ``raw_confidence``, when it was calibrated)."""
     judge = fields.get("judge_score")
-    reported = fields.get("raw_confidence", fields.get("confidence"))
+    reported = fields.get("raw_confidence")
+    if reported is None:
+        reported = fields.get("confidence")
     return [
         0.5 if judge is None else float(judge),
         float(reported or 0.0),

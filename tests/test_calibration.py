@@ -69,9 +69,16 @@ def test_no_calibration_from_too_few_answers_or_one_class(data: list[tuple[dict,
     assert fit(data) is None
 
 
-def test_signals_read_the_programs_own_confidence_not_the_calibrated_one() -> None:
-    record = {"confidence": 0.93, "raw_confidence": 0.41, "judge_score": None}
-    assert signals(record)[:2] == [0.5, 0.41]
+@pytest.mark.parametrize(
+    ("fields", "judge_and_confidence"),
+    [
+        ({"confidence": 0.93, "raw_confidence": 0.41, "judge_score": None}, [0.5, 0.41]),  # the program's own score
+        ({"confidence": 0.62, "raw_confidence": None, "judge_score": 0.8}, [0.8, 0.62]),  # not calibrated: as given
+        ({}, [0.5, 0.0]),
+    ],
+)
+def test_signals_read_the_programs_own_confidence_not_the_calibrated_one(fields: dict, judge_and_confidence: list) -> None:
+    assert signals(fields)[:2] == judge_and_confidence
 
 
 def test_consistency_tells_a_calibrated_probability_from_an_overconfident_one() -> None:
@@ -120,6 +127,13 @@ def test_calibrate_answers_each_stored_pair_and_saves_the_fit(
     calibration = load_calibration(database_key(source), "Baseline", "dummy")
     assert calibration is not None and (calibration.answers, calibration.right) == (24, 18)
     assert calibration.probability({"query": "SELECT 1", "confidence": 0.5}) == pytest.approx(0.75, abs=0.05)
+
+    # a later run answers only the pair added since; the others' answers were kept
+    store.add_pair(source, "Question number 99 please", "SELECT id FROM users WHERE id > 0")
+    with dspy.context(lm=DummyLM({"Question number 99 please": draft("SELECT id FROM users WHERE id > 0")})):
+        assert main(["calibrate", "--db", str(tiny_db), "--program", "baseline", "--examples", str(store_path),
+                     "--no-examples", "--retrieval", "keyword"]) == 0
+    assert "19 of 25 answered right" in capsys.readouterr().out
 
 
 def test_calibrate_refuses_a_database_with_too_few_pairs(capsys: pytest.CaptureFixture[str], tiny_db: Path,
