@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -65,7 +66,7 @@ class Calibration:
         if not fields.get("query"):
             return 0.0  # no query is never a right answer
         z = self.intercept + sum(w * x for w, x in zip(self.coefficients, signals(fields), strict=True))
-        return 1.0 / (1.0 + _exp(-z))
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def is_sure(self, probability: float) -> bool:
         return self.sure_at is not None and probability >= self.sure_at
@@ -176,9 +177,3 @@ def save_calibration(calibration: Calibration, db_key: str, program: str) -> Pat
     scratch.write_text(json.dumps(calibration.to_json(), indent=1), encoding="utf-8")
     scratch.replace(file)
     return file
-
-
-def _exp(z: float) -> float:
-    import math
-
-    return math.exp(max(-50.0, min(50.0, z)))
