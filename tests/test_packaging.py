@@ -66,7 +66,7 @@ def test_wheel_installs_one_top_level_name_beside_hf_evaluate(tmp_path: Path) ->
     assert not (site_packages / IMPORT_NAME / "data" / "database").exists()
 
     help_text = run([str(bin_dir / "text2sql"), "--help"], "text2sql --help", cwd=elsewhere, env=env)
-    assert "{ask,chat,compile,evaluate,learn,examples,serve}" in help_text
+    assert "{ask,chat,compile,evaluate,calibrate,learn,examples,serve}" in help_text
 
 
 def build_wheel(tmp_path: Path) -> Path:
