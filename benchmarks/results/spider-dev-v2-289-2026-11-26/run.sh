@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 5: d6cb1e5 (behaviour of 4d7b675). Bundled test 72 and Spider dev 61-289 (resuming 4d7b675's first 60), 1 thread each.
+# 2026-11-26, d6cb1e5 (answers as 4d7b675 does), installed with pip install --no-deps --target /tmp/d6-pkg. Bundled test 72 and Spider dev 61-289 (resuming 4d7b675's first 60), 1 thread each.
 cd /tmp
 export TEXT2SQL_N_THREADS=1
 S=/work/shared/benchmarks
