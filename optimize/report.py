@@ -16,6 +16,7 @@ from typing import Any
 
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
 from text2sql_dspy.programs.calibration import expected_calibration_error
+
 SEED_METRICS = (
     "structural_validation_calls",
     "judge_calls",
