@@ -76,7 +76,7 @@ def collect(program: Any, examples: list[tuple[int, Any]], samples: int, out: Pa
             for seed in range(samples + 1):
                 sampling = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
                 draft = draft_sql(program.draft, program.lm, source=source, question=example.question, table_schemas=view.text,
-                                  examples=view.demos, **sampling)
+                                  facts=view.facts, **sampling)
                 validation = source.validator.validate(draft.sql) if draft.sql else None
                 if validation is None or not validation.valid or validation.sql in seen:
                     continue
@@ -107,8 +107,8 @@ def labelled_demos(pool: list[dict[str, Any]], per_label: int, seed: int) -> lis
 
 def pairs_text(program: Any, candidate: dict[str, Any]) -> str:
     """The candidate's question's nearest stored pairs (its own excluded), one "question / SQL" block each."""
-    demos = program.selector.demos(open_source(candidate["db_path"]), candidate["question"])
-    return "\n\n".join(f"Question: {d.question}\nSQL: {d.sql}" for d in demos) or "(none stored)"
+    pairs = program.selector.pairs(open_source(candidate["db_path"]), candidate["question"])
+    return "\n\n".join(f"Question: {p.question}\nSQL: {p.sql}" for p in reversed(pairs)) or "(none stored)"
 
 
 def score(program: Any, variant: str, candidates: list[dict[str, Any]], out: Path,

@@ -14,9 +14,10 @@ from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.examples.selector import PAIRS_GUIDE, ExampleSelector, mask_question, with_notes
-from text2sql_dspy.programs.examples.store import ExampleStore
-from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
+from text2sql_dspy.programs.examples.selector import (
+    PAIRS_GUIDE, PAIRS_HEADER, ExampleSelector, mask_question, render_pairs, with_notes,
+)
+from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from tests.fakes import GOOD_SQL, draft
 from tests.tiny_db import write_spider_folder
 
@@ -38,13 +39,36 @@ def store(tmp_path: Path, tiny_db: Path, tiny_schemas: Path) -> ExampleStore:
     return store
 
 
-def test_the_nearest_pairs_of_the_same_database_come_last(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
+def test_the_nearest_pairs_of_the_same_database_come_first(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
     source = open_source(tiny_db, tiny_schemas)
-    demos = ExampleSelector(store, k=2).demos(source, "How many failed login attempts did users make?")
-    assert len(demos) == 2
-    assert demos[-1].question == "How many failed logins are there?"  # the nearest sits next to the question
-    assert demos[-1].sql == "SELECT count(*) FROM login_attempts WHERE success = 0"
-    assert demos[-1].table_schemas == IN_SYSTEM_MESSAGE and demos[-1].hints == ""
+    pairs = ExampleSelector(store, k=2).pairs(source, "How many failed login attempts did users make?")
+    assert len(pairs) == 2
+    assert pairs[0].question == "How many failed logins are there?"
+    assert pairs[0].sql == "SELECT count(*) FROM login_attempts WHERE success = 0"
+
+
+def _pair(question: str, sql: str) -> StoredExample:
+    return StoredExample(id=0, db_key="d", kind="pair", question=question, sql=sql, origin="test", created="")
+
+
+NEAR, MID, FAR = (_pair(f"Question {n}?", f"SELECT {n} FROM t") for n in ("one", "two", "three"))
+LONG = _pair("Long?", "SELECT " + ", ".join(f"column_{i}" for i in range(200)) + " FROM t")
+
+
+@pytest.mark.parametrize(
+    ("pairs", "budget", "shown"),
+    [
+        ([], 1000, []),
+        ([NEAR, MID, FAR], 1000, [FAR, MID, NEAR]),  # all fit: the nearest last, next to the question
+        ([NEAR, MID, FAR], 50, [MID, NEAR]),  # the least similar is dropped first
+        ([NEAR, MID, FAR], 0, [NEAR]),  # the nearest is shown even when nothing fits
+        ([LONG, NEAR], 100, [LONG]),
+    ],
+)
+def test_pairs_are_rendered_within_the_budget(pairs: list[StoredExample], budget: int, shown: list[StoredExample]) -> None:
+    text = render_pairs(pairs, budget)
+    expected = [PAIRS_HEADER, *(f"Question: {p.question}\nSQL: {p.sql}" for p in shown)] if shown else []
+    assert text == "\n\n".join(expected)
 
 
 def test_a_question_is_never_shown_its_own_pair_when_scoring_stored_questions(
@@ -52,26 +76,26 @@ def test_a_question_is_never_shown_its_own_pair_when_scoring_stored_questions(
 ) -> None:
     source = open_source(tiny_db, tiny_schemas)
     asked = "How many users are blocked?"
-    assert asked in [d.question for d in ExampleSelector(store, k=4).demos(source, asked)]
-    held_out = ExampleSelector(store, k=4, exclude_same_question=True).demos(source, asked)
+    assert asked in [d.question for d in ExampleSelector(store, k=4).pairs(source, asked)]
+    held_out = ExampleSelector(store, k=4, exclude_same_question=True).pairs(source, asked)
     assert asked not in [d.question for d in held_out] and len(held_out) == 3
 
 
 def test_pairs_of_another_database_are_never_shown(store: ExampleStore, tmp_path: Path, tiny_db: Path) -> None:
     other = open_source(tiny_db)  # the same file without the schema folder: same names, so the same identity
-    assert ExampleSelector(store).demos(other, "How many organizations?")
+    assert ExampleSelector(store).pairs(other, "How many organizations?")
     copy = tmp_path / "other.sqlite"
     copy.write_bytes(tiny_db.read_bytes())
     renamed = open_source(copy)  # the same tables under another db_id: another database
-    assert ExampleSelector(store).demos(renamed, "How many organizations?") == []
+    assert ExampleSelector(store).pairs(renamed, "How many organizations?") == []
 
 
 def test_a_new_pair_is_seen_without_rebuilding_the_selector(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
     source = open_source(tiny_db, tiny_schemas)
     selector = ExampleSelector(store, k=1)
-    assert selector.demos(source, "Which organizations are on the Business plan?")[0].question != "Which organizations use Business?"
+    assert selector.pairs(source, "Which organizations are on the Business plan?")[0].question != "Which organizations use Business?"
     store.add_pair(source, "Which organizations use Business?", "SELECT name FROM organizations WHERE plan = 'Business'")
-    assert selector.demos(source, "Which organizations are on the Business plan?")[0].question == "Which organizations use Business?"
+    assert selector.pairs(source, "Which organizations are on the Business plan?")[0].question == "Which organizations use Business?"
 
 
 @pytest.mark.parametrize(
@@ -95,20 +119,19 @@ def test_notes_follow_the_schema_as_comments() -> None:
     assert with_notes("CREATE TABLE t (a INT);", ["n"], pairs=True).endswith("-- n\n\n" + PAIRS_GUIDE)
 
 
-def test_the_drafting_prompt_shows_the_schema_then_the_pairs_then_the_question(
+def test_the_drafting_prompt_shows_the_schema_then_the_pairs_with_the_question(
     store: ExampleStore, tiny_db: Path, tiny_schemas: Path
 ) -> None:
     lm = DummyLM([draft(GOOD_SQL)] * 3)
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, examples=store, k_examples=2)
     program.run("How many users are suspended?")
-    messages = lm.history[0]["messages"]
-    system, *demo_turns, last = [m for m in messages if m["role"] != "assistant" or "login_attempts" in m["content"]
-                                 or "blocks" in m["content"] or "organizations" in m["content"] or "users" in m["content"]]
+    system, user = (m for m in lm.history[0]["messages"] if m["role"] != "assistant")  # no demo turns
     assert system["content"].startswith("[[ ## table_schemas ## ]]") and "Notes from the people" in system["content"]
     assert "A failed login is a login_attempts row" in system["content"] and PAIRS_GUIDE in system["content"]
-    shown = "\n".join(m["content"] for m in demo_turns)
-    assert "How many users are blocked?" in shown and "unblocked_at IS NULL" in shown
-    assert "How many users are suspended?" in last["content"] and "How many users are blocked?" not in last["content"]
+    assert "How many users are blocked?" not in system["content"]  # the cached prefix is the same for every question
+    facts, question = user["content"].split("[[ ## facts ## ]]")[1].split("[[ ## question ## ]]")
+    assert PAIRS_HEADER in facts and "Question: How many users are blocked?" in facts and "unblocked_at IS NULL" in facts
+    assert "How many users are suspended?" in question and "How many users are blocked?" not in question
 
 
 def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_store(tmp_path: Path, tiny_db: Path) -> None:

@@ -23,12 +23,14 @@ from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.question import check_question
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
-from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_SCHEMA_BUDGET, SchemaView, schema_view
+from text2sql_dspy.programs.retrieval.schema_view import (
+    DEFAULT_FACTS_BUDGET, DEFAULT_SCHEMA_BUDGET, SchemaView, estimated_tokens, schema_view,
+)
 from text2sql_dspy.programs.db.source import DataSource, open_source
 from text2sql_dspy.programs.db.values import render_matches, schema_words, value_index
 from text2sql_dspy.programs.examples.identity import database_key
-from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, with_notes
-from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
+from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
+from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
 from text2sql_dspy.programs.usage import metered
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector"})  # copies of a program share these
@@ -47,6 +49,7 @@ class Text2SQLProgram(dspy.Module):
         model_id: str | None = None,
         lm: dspy.LM | None = None,
         schema_budget: int = DEFAULT_SCHEMA_BUDGET,
+        facts_budget: int = DEFAULT_FACTS_BUDGET,
         examples: ExampleStore | Path | str | bool | None = None,
         k_examples: int = DEFAULT_K,
         mask_examples: bool = False,
@@ -54,13 +57,15 @@ class Text2SQLProgram(dspy.Module):
         docs: Path | str | None = None,
     ):
         """``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
-        True for the default store); None shows none. ``k_examples`` pairs per question. ``lookup_values``: show
+        True for the default store); None shows none. ``k_examples`` pairs per question, at most, within
+        ``facts_budget`` tokens with the stored values (:func:`question_facts`). ``lookup_values``: show
         the stored values like the question's words (:mod:`~..db.values`). ``docs``: column and table
         descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`)."""
         super().__init__()
         self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
         self.schema_budget = schema_budget
+        self.facts_budget = facts_budget
         self.db_path = None if db_path is None else _path_or_url(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
         self.docs_path = None if docs is None else Path(docs)
@@ -95,19 +100,18 @@ class Text2SQLProgram(dspy.Module):
         return open_source(path, self.schema_path, self.docs_path)
 
     def schema(self, source: DataSource, question: str, hint: str = "", history: str = "") -> SchemaView:
-        """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables;
-        with an example store, the database's notes after the schema and its nearest pairs as demos; with the
-        question, the conversation's earlier turns, the user's ``hint`` and the stored values like its words
+        """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables,
+        and with an example store the database's notes after them; with the question, the conversation's
+        earlier turns, the user's ``hint``, the nearest verified pairs and the stored values like its words
         (:func:`question_facts`)."""
         view = schema_view(
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
-        view = replace(view, facts=question_facts(source, question, hint, values=self.lookup_values, tables=view.tables,
-                                                  history=history))
-        if self.selector is None:
-            return view
-        notes, demos = self.selector.shown(source, question)
-        return replace(view, text=with_notes(view.text, notes, pairs=bool(demos)), demos=tuple(demos))
+        notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
+        facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
+                               pairs=pairs, budget_tokens=self.facts_budget)
+        text = with_notes(view.text, notes, pairs=bool(pairs)) if self.selector is not None else view.text
+        return replace(view, text=text, facts=facts)
 
     def forward(self, question: str, db_path: str | None = None, hint: str = "", history: Any = None) -> dspy.Prediction:
         """``history``: the conversation's earlier turns (:class:`~..conversation.Turn` objects or dicts, or text)."""
@@ -178,18 +182,19 @@ def _path_or_url(target: Path | str) -> Path | str:
 
 def question_facts(
     source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None,
-    history: str = "",
+    history: str = "", pairs: list[StoredExample] | None = None, budget_tokens: int = DEFAULT_FACTS_BUDGET,
 ) -> str:
-    """What the drafting step is told with the question: the conversation so far, the user's hint, then the stored
-    values like its words (only in ``tables``, the ones the prompt shows, when given: a value in an unseen table
-    only misleads; a single word the schema itself uses is the schema's, not a value: see
-    :func:`~..values.schema_words`)."""
-    parts = [history] if history else []
-    if hint:
-        parts.append(f"Hint: {hint}")
+    """What the drafting step is told with the question: the conversation so far, the verified ``pairs`` (most
+    similar first), the user's hint, then the stored values like its words (only in ``tables``, the ones the
+    prompt shows, when given: a value in an unseen table only misleads; a single word the schema itself uses is
+    the schema's, not a value: see :func:`~..values.schema_words`).
+
+    The conversation and the hint are the user's and are shown whole. The stored values, then the pairs, share
+    ``budget_tokens``: pairs are dropped, least similar first, to fit (:func:`~..selector.render_pairs`).
+    """
+    matches = ""
     index = value_index(source) if values else None
     if index is not None:
         matches = render_matches(index.lookup(question, tables=tables, names=schema_words(source.catalog)))
-        if matches:
-            parts.append(matches)
-    return "\n".join(parts)
+    shown = render_pairs(pairs or [], budget_tokens - (estimated_tokens(matches) if matches else 0))
+    return "\n".join(part for part in (history, shown, f"Hint: {hint}" if hint else "", matches) if part)

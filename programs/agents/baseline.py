@@ -23,8 +23,7 @@ class Baseline(Text2SQLProgram):
 
     def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
         view = self.schema(source, question, hint, history)
-        draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text, facts=view.facts,
-                          examples=view.demos)
+        draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text, facts=view.facts)
         sql, error = draft.sql, draft.error
         if sql and (check := source.validator.validate(sql)).dangerous:
             error, sql = "refused, the draft is not a read-only query: " + "; ".join(check.errors), ""

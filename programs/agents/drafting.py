@@ -6,7 +6,6 @@ score its confidence the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,15 +38,14 @@ class Draft:
 
 def draft_sql(
     predictor: dspy.Predict, lm: Any, *, source: DataSource | None = None, temperature: float | None = None,
-    seed: int | None = None, examples: Sequence[dspy.Example] = (), **inputs: Any,
+    seed: int | None = None, **inputs: Any,
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
     Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
     ``source``'s own tables and columns are shown: a demo written over another database teaches a
-    small model names that do not exist here. ``examples`` (verified pairs of this database, chosen
-    for this question: :class:`~..examples.selector.ExampleSelector`) follow them. The reply is cleaned (:func:`~..db.reply.clean_sql`)
-    and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
+    small model names that do not exist here (the database's own verified pairs come in ``facts``). The reply
+    is cleaned (:func:`~..db.reply.clean_sql`) and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
@@ -58,11 +56,9 @@ def draft_sql(
         config.update(temperature=temperature, rollout_id=seed)
         if supports_seed(lm):
             config["seed"] = seed
-    demos = list(predictor.demos)
-    if source is not None and demos:
-        demos = [d for d in demos if source.names_only_its_own(str(d.get("sql") or ""))]
-    if demos or examples:
-        inputs["demos"] = [*demos, *examples]
+    if predictor.demos:  # set even when none is kept: without "demos", Predict shows all of its own
+        inputs["demos"] = [d for d in predictor.demos
+                           if source is None or source.names_only_its_own(str(d.get("sql") or ""))]
     emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)

@@ -188,7 +188,7 @@ class ReActAgent(Text2SQLProgram):
                 if majority_settled(state, list(pool.values()), remaining=self.candidates - drafts):
                     break  # adaptive consistency: no further sample could change the majority result
                 add(draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text, facts=view.facts,
-                              examples=view.demos, temperature=SAMPLE_TEMPERATURE, seed=seed))  # a sample's confidence is not the agent's
+                              temperature=SAMPLE_TEMPERATURE, seed=seed))  # a sample's confidence is not the agent's
         if not pool:
             return  # no draft: the ReAct loop writes the first query itself
         valid = [c for c in pool.values() if c.valid]
@@ -229,7 +229,7 @@ class ReActAgent(Text2SQLProgram):
 
     def _draft(self, state: AgentState, question: str, view: SchemaView, **options: Any) -> Draft:
         draft = draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text, facts=view.facts,
-                          examples=view.demos, **options)
+                          **options)
         if draft.sql:
             state.draft_confidence = draft.confidence
         return draft

@@ -1,8 +1,9 @@
-"""Which stored pairs a question is shown: the k most similar verified pairs of the same database, as demos.
+"""Which stored pairs a question is shown: the k most similar verified pairs of the same database.
 
-The drafting predictor (:class:`~text2sql_dspy.signatures.DraftSQL`) takes them as ordinary DSPy
-demos, after the schema (which the prompt keeps in its cached system message) and before the
-question, so every program, optimizer and evaluation sees them the same way. Similarity is the
+They reach the drafting step (:class:`~text2sql_dspy.signatures.DraftSQL`) as "Question: ... /
+SQL: ..." lines in its ``facts``, with the question (:func:`render_pairs`), within the budget of
+what each question is shown: the schema stays in the prompt's cached prefix, and a question's own
+lines are the only prompt text read anew on every call, so they are kept short. Similarity is the
 cosine of MiniLM sentence embeddings (the model the table retriever loads). With ``mask``, schema
 words and literal values are masked in both questions first (DAIL-SQL's question masking), so
 pairs are matched on what is asked rather than on which table it names.
@@ -19,23 +20,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import dspy
 import numpy as np
 
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.examples.identity import database_key, normalise_question
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
-from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE
 from text2sql_dspy.programs.retrieval.embedder import encode_texts
+from text2sql_dspy.programs.retrieval.schema_view import estimated_tokens
 
-__all__ = ["DEFAULT_K", "PAIRS_GUIDE", "ExampleSelector", "mask_question", "with_notes"]
+__all__ = ["DEFAULT_K", "PAIRS_GUIDE", "ExampleSelector", "mask_question", "render_pairs", "with_notes"]
 
 DEFAULT_K = 4
 MASK, UNKNOWN = "<mask>", "<unk>"
 # The same for every question, so it stays in the cached prefix. It asks to adapt the pairs, not copy them:
 # a small model otherwise carries the nearest pair's extra columns and clauses into its answer.
+PAIRS_HEADER = "-- Verified questions and their SQL on this database:"
 PAIRS_GUIDE = (
-    "-- The example questions before the question are verified answers on this database: reuse their tables, "
+    "-- The verified questions shown before the question are answered right on this database: reuse their tables, "
     "joins, filters and conventions, but answer exactly the question asked (its own columns, limit and ordering)."
 )
 
@@ -64,15 +65,15 @@ class ExampleSelector:
         self._vectors: dict[str, Any] = {}  # text -> its embedding, so a new pair costs one encode, not all
         self._lock = threading.Lock()
 
-    def demos(self, source: DataSource, question: str) -> list[dspy.Example]:
-        """The ``k`` most similar pairs of ``source``'s database, most similar last (nearest the question)."""
+    def pairs(self, source: DataSource, question: str) -> list[StoredExample]:
+        """The ``k`` most similar pairs of ``source``'s database, most similar first."""
         return self.shown(source, question)[1]
 
     def notes(self, source: DataSource) -> list[str]:
         """Every note stored for ``source``'s database, oldest first."""
         return list(self._index(source).notes)
 
-    def shown(self, source: DataSource, question: str) -> tuple[list[str], list[dspy.Example]]:
+    def shown(self, source: DataSource, question: str) -> tuple[list[str], list[StoredExample]]:
         """What a question is shown, from one read of the store: the database's notes and its nearest pairs."""
         index = self._index(source)
         if self.k <= 0 or not index.pairs:
@@ -81,8 +82,7 @@ class ExampleSelector:
         asked = normalise_question(question)
         ranked = [i for i in np.argsort(-scores, kind="stable")
                   if not (self.exclude_same_question and normalise_question(index.pairs[i].question) == asked)]
-        chosen = [index.pairs[i] for i in ranked[: self.k]]
-        return list(index.notes), [as_demo(pair) for pair in reversed(chosen)]
+        return list(index.notes), [index.pairs[i] for i in ranked[: self.k]]
 
     def _index(self, source: DataSource) -> _Index:
         examples = self.store.examples(source)
@@ -108,9 +108,21 @@ class ExampleSelector:
         return np.stack([self._vectors[t] for t in texts])
 
 
-def as_demo(pair: StoredExample) -> dspy.Example:
-    """A stored pair as a complete :class:`~text2sql_dspy.signatures.DraftSQL` demo over the same (cached) schema."""
-    return dspy.Example(table_schemas=IN_SYSTEM_MESSAGE, facts="", question=pair.question, hints="", sql=pair.sql)
+def render_pairs(pairs: Sequence[StoredExample], budget_tokens: int) -> str:
+    """``pairs`` (most similar first) as lines to show with the question, the most similar last, next to it.
+
+    Pairs are taken most similar first while their lines fit ``budget_tokens`` (estimated); the most
+    similar one is shown even if it alone does not fit. Empty without pairs.
+    """
+    blocks: list[str] = []
+    used = estimated_tokens(PAIRS_HEADER)
+    for pair in pairs:
+        block = f"Question: {' '.join(pair.question.split())}\nSQL: {' '.join(pair.sql.split())}"
+        used += estimated_tokens(block)
+        if blocks and used > budget_tokens:
+            break
+        blocks.append(block)
+    return "\n\n".join([PAIRS_HEADER, *reversed(blocks)]) if blocks else ""
 
 
 def with_notes(schema_text: str, notes: list[str], *, pairs: bool = False) -> str:

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from text2sql_dspy.programs.db.source import DataSource
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "schema_view"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens", "schema_view"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
 CHARS_PER_TOKEN = 3.5
 DEFAULT_SCHEMA_BUDGET = 9000  # tokens; the bundled 31-table schema is ~8,000
+# Tokens of stored values and verified pairs shown with each question. Unlike the schema, they differ from
+# question to question, so every call reads them anew: on a CPU they are what a question's latency grows with.
+DEFAULT_FACTS_BUDGET = 300
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,7 @@ class SchemaView:
     tables: list[str]
     text: str
     whole: bool
-    demos: tuple = ()  # verified question->SQL pairs of this database shown before the question (dspy.Example)
-    facts: str = ""  # the user's hint and the stored values like the question's words, shown with the question
+    facts: str = ""  # what is shown with the question: earlier turns, verified pairs, the hint, stored values
 
 
 def estimated_tokens(text: str) -> int:
