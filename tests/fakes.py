@@ -22,6 +22,8 @@ from dspy.lm15 import Message, Response, TextPart, TokenLogprob, TopLogprob, Usa
 from dspy.signatures.field import OutputField
 from dspy.utils import DummyLM
 
+from text2sql_dspy.programs.llm.fields import field_marker
+
 GOOD_SQL = "SELECT count(*) FROM users WHERE status = 'suspended'"
 BAD_SQL = "SELECT count(*) FROM users WHERE state = 'suspended'"  # no column "state": the validator says "status"
 MARKER_P = 0.2  # every token outside a field's value: markers, newlines
@@ -109,7 +111,8 @@ class LogprobEngine:
     """A DSPy engine that answers scripted replies, with token log-probabilities when the request asks for them.
 
     ``replies`` is a list (one reply per call, in order) or, like DummyLM's dict mode, a dict from a
-    text to the reply for any prompt whose last message contains that text (the first key that matches).
+    text to the reply for any prompt whose last message contains that text (the first key that matches),
+    from its question field on where it has one: the stored pairs shown before it hold other questions.
     """
 
     def __init__(self, replies: list[Scripted] | dict[str, Scripted]):
@@ -118,7 +121,7 @@ class LogprobEngine:
 
     def _next(self, request: Any) -> Scripted:
         if isinstance(self.replies, dict):
-            last = request.messages[-1].text or ""
+            last = (request.messages[-1].text or "").rsplit(field_marker("question"), 1)[-1]
             reply = next((r for key, r in self.replies.items() if key in last), None)
             if reply is None:
                 raise RuntimeError(f"LogprobEngine: no scripted reply matches {last[-200:]!r}")
