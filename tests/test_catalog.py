@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.programs.db.catalog import introspect_sqlite, load_schema_dir, load_spider_tables
+from text2sql_dspy.programs.db.catalog import Column, Table, introspect_sqlite, load_schema_dir, load_spider_tables
+from text2sql_dspy.programs.db.introspection import referenced_first
 from text2sql_dspy.programs.errors import SchemaFileError
 from text2sql_dspy.programs.db.source import check_agreement, open_source
 
@@ -20,6 +21,30 @@ def test_introspection_reads_keys_and_foreign_keys(tiny_db: Path) -> None:
     assert users.column("email").unique and not users.column("email").nullable
     assert users.column("last_login_at").nullable
     assert catalog.neighbours("users") == ["organizations", "login_attempts", "blocks"]
+
+
+def _tables(spec: str) -> list[Table]:
+    """``"a>b,c b c"``: table a with keys to b and c, then tables b and c."""
+    tables = []
+    for entry in spec.split():
+        name, _, targets = entry.partition(">")
+        refs = [Column(name=f"{t}_id", type="INTEGER", references=f"{t}.id") for t in targets.split(",") if t]
+        tables.append(Table(name=name, columns=[Column(name="id", type="INTEGER", primary_key=True), *refs]))
+    return tables
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("concert>stadium singer singer_in_concert>concert,singer stadium",
+     "stadium concert singer singer_in_concert"),                  # MySQL's by-name order, Spider's concert_singer
+    ("stadium singer concert>stadium singer_in_concert>concert,singer",
+     "stadium singer concert singer_in_concert"),                  # already referenced first: unchanged
+    ("a>b b>c c", "c b a"),                                        # a chain
+    ("a>b b>a c", "b a c"),                                        # a cycle keeps going, nothing lost
+    ("a>a b", "a b"),                                              # a self-reference
+    ("a>billing.x b", "a b"),                                      # a table outside the list is no reason to move
+])  # fmt: skip
+def test_referenced_tables_come_before_their_referrers(given: str, expected: str) -> None:
+    assert [t.name for t in referenced_first(_tables(given))] == expected.split()
 
 
 def test_schema_dir_round_trips_and_agrees_with_database(tiny_db: Path, tiny_schemas: Path) -> None:

@@ -90,7 +90,7 @@ def test_mariadb_catalog_matches_the_sqlite_one_with_samples_and_dialect(mariadb
 
 def test_mariadb_other_databases_comments_and_keys_are_in_the_catalog(mariadb: Server) -> None:
     source = open_source(mariadb.reader_url("spider_like"))
-    assert source.catalog.table_names[:2] == ["concert", "singer"]  # the URL's own database first, unqualified
+    assert source.catalog.table_names[:2] == ["singer", "concert"]  # the URL's own first, unqualified, referenced first
     invoices = source.catalog.table("billing.invoices")
     assert invoices is not None and invoices.description == "Invoices sent to singers"
     assert invoices.column("total").description == "Amount in euros, tax included"

@@ -8,6 +8,10 @@ URL's own the default); DuckDB through its ``duckdb_tables()``/``duckdb_columns(
 
 Every user schema counts. A table in the default schema (``public``, ``main``) keeps its bare name; one in
 another schema is named ``schema.table``, and the validator resolves it by that name.
+
+Tables come in the order they were created where the engine keeps it (SQLite, DuckDB). MySQL's catalog lists
+them by name, so there each schema's tables are put in :func:`referenced_first` order, the nearest a reader
+gets to the order a schema's author wrote them in.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ def _postgres_tables(engine: Any, dialect: str = "postgres") -> list[Table]:
     if dialect == "mysql":
         schemas = sorted(schemas, key=lambda s: (s != default, s))
     for schema in schemas:
+        schema_tables: list[Table] = []
         if schema in SYSTEM_SCHEMAS or schema.startswith("pg_") or (dialect == "mysql" and schema.lower() in MYSQL_SYSTEM_SCHEMAS):
             continue
         for name in inspector.get_table_names(schema=schema):
@@ -74,8 +79,30 @@ def _postgres_tables(engine: Any, dialect: str = "postgres") -> list[Table]:
             ]
             if columns:
                 comment = inspector.get_table_comment(name, schema=schema).get("text") or ""
-                tables.append(Table(name=qualified(schema, name, default), description=comment, columns=columns))
+                schema_tables.append(Table(name=qualified(schema, name, default), description=comment, columns=columns))
+        tables += referenced_first(schema_tables) if dialect == "mysql" else schema_tables
     return tables
+
+
+def referenced_first(tables: list[Table]) -> list[Table]:
+    """``tables`` reordered so that each follows the tables among them that its keys refer to, the order given
+    kept otherwise (a referenced table moves up to just before its first referrer; a cycle keeps the given order)."""
+    by_name = {t.name: t for t in tables}
+    seen: set[str] = set()
+    ordered: list[Table] = []
+
+    def place(table: Table) -> None:
+        seen.add(table.name)  # before its references, so a cycle ends here
+        for column in table.columns:
+            target = column.references.rsplit(".", 1)[0] if column.references else None
+            if target in by_name and target not in seen:
+                place(by_name[target])
+        ordered.append(table)
+
+    for table in tables:
+        if table.name not in seen:
+            place(table)
+    return ordered
 
 
 def _duckdb_tables(engine: Any) -> list[Table]:
