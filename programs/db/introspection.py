@@ -93,8 +93,7 @@ def referenced_first(tables: list[Table]) -> list[Table]:
 
     def place(table: Table) -> None:
         seen.add(table.name)  # before its references, so a cycle ends here
-        for column in table.columns:
-            target = column.references.rsplit(".", 1)[0] if column.references else None
+        for _, target, _ in table.foreign_keys:
             if target in by_name and target not in seen:
                 place(by_name[target])
         ordered.append(table)
