@@ -46,6 +46,7 @@ def make_sqlite(path: Path) -> Path:
         CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT);
         CREATE TABLE skill (id INTEGER PRIMARY KEY, skill_name TEXT);
         CREATE TABLE person_skill (person_id INTEGER REFERENCES person(id), skill_id INTEGER REFERENCES skill(id));
+        CREATE TABLE pets (PetID INTEGER PRIMARY KEY, PetType TEXT, pet_age INTEGER);
     """)
     conn.executemany("INSERT INTO crime (LSOA, crime_type, outcome) VALUES (?, ?, ?)", CRIMES)
     conn.executemany("INSERT INTO plant (name, country, status, reactor_type, capacity_mw) VALUES (?, ?, ?, ?, 1000)",
@@ -218,6 +219,21 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
     # a second column of the table just joined is read from it too (this raised StopIteration)
     ("SELECT T1.name, T1.status FROM unit AS T1",
      "SELECT T2.name, T2.status FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id"),
+    # a column spelled with other case or underscores: the one spelling the table read there has
+    ("SELECT pet_type, COUNT(*) FROM pets GROUP BY pet_type",
+     'SELECT "PetType", COUNT(*) FROM pets GROUP BY "PetType"'),
+    ("SELECT reactorType FROM plant WHERE capacityMW > 10",
+     "SELECT reactor_type FROM plant WHERE capacity_mw > 10"),
+    ("SELECT T1.reactorType FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id",
+     "SELECT T2.reactor_type FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id"),
+    ("SELECT T2.petage FROM unit AS T1 JOIN pets AS T2 ON T1.id = T2.PetID",
+     "SELECT T2.pet_age FROM unit AS T1 JOIN pets AS T2 ON T1.id = T2.PetID"),
+    ("SELECT status AS reactortype FROM plant ORDER BY reactortype", None),  # the select's own name
+    ("SELECT COUNT(*) AS reactortype FROM plant HAVING reactortype > 1", None),
+    ("SELECT skillname FROM person_skill", None),  # spelled so only on a table not read
+    ("SELECT T1.unitname FROM unit AS T1 JOIN unit AS T2 ON T1.id = T2.id", "SELECT T1.unit_name FROM unit AS T1 "
+     "JOIN unit AS T2 ON T1.id = T2.id"),  # the same table twice: the qualifier written decides
+    ("SELECT unitname FROM unit AS T1 JOIN unit AS T2 ON T1.id = T2.id", None),  # two readings
 ])
 def test_a_column_on_the_wrong_table_moves_to_the_one_that_has_it(source, sql: str, expected: str | None) -> None:
     assert requalified(sql, source.catalog) == (expected or sql)

@@ -12,6 +12,10 @@
   joined along the key, and the column named on it; failing that, exactly one table reached through one
   junction table (``T1.power_name`` on ``superhero``, through ``hero_power``): both are joined.
 
+A column spelled with other case or underscores (``pet_type`` for ``PetType``, ``T2.reactorType`` for
+``reactor_type``) that no table read there has as written takes the one spelling that table (else the one
+table read at that level) has.
+
 A table the catalog lacks but whose name is the role of a foreign key read in the query (``JOIN eye_colour
 ON T1.eye_colour_id = eye_colour.id``, where ``superhero.eye_colour_id`` references ``colour``) becomes the
 referenced table, under the name the query gave it (``JOIN colour AS eye_colour``), when exactly one such key exists.
@@ -39,6 +43,7 @@ def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
             return sql
         changed = _role_tables(tree, catalog)
         changed = _requalify(tree, catalog) or changed
+        changed = _respell(tree, catalog) or changed
         return tree.sql(dialect=dialect) if changed else sql
     except (SqlglotError, RecursionError, ValueError):
         return sql
@@ -94,6 +99,39 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
                     spelled[alias.lower()] = alias
                     changed = True
     return changed
+
+
+def _respell(tree: exp.Expr, catalog: Catalog) -> bool:
+    """Give each column that no table read has as written the one column it spells with other case or
+    underscores (:func:`_folded`): on its own table, else on the one table read at its level; whether any changed."""
+    read = [t for node in tree.find_all(exp.Table) if (t := catalog.table(node.name)) is not None]
+    changed = False
+    for scope in traverse_scope(tree):
+        if not all(isinstance(source, exp.Table) for source in scope.sources.values()):
+            continue
+        tables = {alias: catalog.table(source.name) for alias, source in scope.sources.items()}
+        if None in tables.values() or not isinstance(scope.expression, exp.Select):
+            continue  # a table the catalog lacks may have the column as written
+        aliases = {e.alias.lower() for e in scope.expression.expressions if isinstance(e, exp.Alias)}
+        for column in scope.columns:
+            if any(t.column(column.name) is not None for t in read):
+                continue  # as written somewhere: an enclosing query's column, or another rule's to move
+            if not column.table and column.name.lower() in aliases:
+                continue  # the select's own name for an expression
+            key = _folded(column.name)
+            found = [(alias, c.name) for alias, t in tables.items() for c in t.columns if _folded(c.name) == key]
+            found = [f for f in found if f[0].lower() == column.table.lower()] or found
+            if len(found) == 1:
+                alias, name = found[0]
+                column.set("this", exp.to_identifier(name, quoted=name != name.lower()))
+                if column.table:
+                    column.set("table", exp.to_identifier(alias))
+                changed = True
+    return changed
+
+
+def _folded(name: str) -> str:
+    return name.lower().replace("_", "").replace(" ", "")
 
 
 def _role_label(name: str, table: Table, read: object, scope: Scope) -> str | None:
