@@ -1,7 +1,7 @@
 """The ReAct agents. V1 checks structure; V2 is V1 with a judge on its own LM that reads each query's result.
 
-A question takes one path. The opening's fixed moves call the tools (:class:`~.tools.Tools`)
-directly and record each call as a ReAct step (:func:`~.trajectory.take_step`):
+A question takes one path. The opening's fixed moves call the tools (:class:`~.tools.Tools`) as
+Python and record each call as a ReAct step (:func:`~.trajectory.call_step`):
 
 1. draft the query (V2, when the draft's own token confidence is low: sample more candidates,
    stopping early once the majority result is settled);
@@ -33,7 +33,7 @@ from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.repair import RepairAgent
 from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import Tools, combined_confidence
-from text2sql_dspy.programs.agents.trajectory import reasoning_steps, take_step
+from text2sql_dspy.programs.agents.trajectory import call_step, reasoning_steps
 from text2sql_dspy.programs.db.describe import describe_query
 from text2sql_dspy.programs.db.difference import differences
 from text2sql_dspy.programs.db.literals import MISSING_VALUE
@@ -224,8 +224,8 @@ class ReActAgent(Text2SQLProgram):
             state.candidate_count = drafts
             state.agreement = best.votes / total
         explanation = describe_query(best.sql, state.source.dialect)
-        take_step(tools, self.agent.tools, trajectory, "Submit the query the checks support.", "submit_answer",
-                  {"query": best.sql, "explanation": explanation, "confidence": best.draft.confidence})
+        call_step(tools, trajectory, "Submit the query the checks support.", tools.submit_answer,
+                  query=best.sql, explanation=explanation, confidence=best.draft.confidence)
 
     def _draft(self, state: AgentState, question: str, view: SchemaView, **options: Any) -> Draft:
         draft = draft_sql(self.draft, self.lm, source=state.source, question=question, table_schemas=view.text, facts=view.facts,
@@ -235,11 +235,11 @@ class ReActAgent(Text2SQLProgram):
         return draft
 
     def _check(self, tools: Tools, trajectory: dict[str, Any], candidate: Candidate, thought: str) -> Candidate:
-        candidate.validation = take_step(tools, self.agent.tools, trajectory, thought, "validate_sql", {"query": candidate.sql})
+        candidate.validation = call_step(tools, trajectory, thought, tools.validate_sql, query=candidate.sql)
         return candidate
 
     def _judged(self, tools: Tools, trajectory: dict[str, Any], candidate: Candidate, thought: str) -> LLMJudgeOutput | None:
-        take_step(tools, self.agent.tools, trajectory, thought, "llm_judge_evaluate", {"query": candidate.sql})
+        call_step(tools, trajectory, thought, tools.llm_judge_evaluate, query=candidate.sql)
         return tools.state.judge_of(candidate.sql)
 
     def _redraft(

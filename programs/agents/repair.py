@@ -17,7 +17,7 @@ from dspy.utils.exceptions import ContextWindowExceededError
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.agents.state import AgentState
 from text2sql_dspy.programs.agents.tools import JUDGE_TOOL, Tools, tool_specs
-from text2sql_dspy.programs.agents.trajectory import progress_of, take_step
+from text2sql_dspy.programs.agents.trajectory import call_step, progress_of, take_step
 
 __all__ = ["RepairAgent"]
 
@@ -91,8 +91,8 @@ class RepairAgent(dspy.ReAct):
             return
         sql = str(pred.get("sql") or "").strip() if pred is not None else ""
         if sql:
-            take_step(tools, self.tools, trajectory, "Submit the query the steps point to.", "submit_answer",
-                      {"query": sql, "explanation": "", "confidence": tools.state.draft_confidence})
+            call_step(tools, trajectory, "Submit the query the steps point to.", tools.submit_answer,
+                      query=sql, explanation="", confidence=tools.state.draft_confidence)
 
     def _predict(
         self, module: dspy.Module, trajectory: dict[str, Any], config: dict[str, Any], inputs: dict[str, Any]

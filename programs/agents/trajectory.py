@@ -1,11 +1,13 @@
 """The trajectory: one question's tool calls as ReAct records them (thought, tool, args, observation).
 
-Every tool call goes through :func:`take_step`, whether it is one of the agent's fixed moves or
-the ReAct loop's own choice, so the trace and the iteration count mean the same in both.
+A fixed move of the agent calls its tool as Python (:func:`call_step`); the ReAct loop's step calls the tool
+its LM named (:func:`take_step`). Both record the step from the tool's result object and count the
+iteration the same way, so the trace and the iteration count mean the same in both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dspy
@@ -14,7 +16,7 @@ from text2sql_dspy.programs.agents.recovery import MALFORMED_REPLY_ERRORS
 from text2sql_dspy.programs.agents.state import AgentState
 from text2sql_dspy.programs.agents.tools import Refusal, Tools
 
-__all__ = ["record_step", "reasoning_steps", "take_step"]
+__all__ = ["call_step", "record_step", "reasoning_steps", "take_step"]
 
 
 def take_step(tools: Tools, allowed: dict[str, Any], trajectory: dict[str, Any], thought: str, name: str, args: Any) -> Any:
@@ -23,7 +25,15 @@ def take_step(tools: Tools, allowed: dict[str, Any], trajectory: dict[str, Any],
     A tool that is not allowed, or arguments that do not fit, give a :class:`~.tools.Refusal`
     whose text tells the agent what to do instead.
     """
-    result = call_tool(tools, allowed, name, args)
+    return _recorded(tools, trajectory, thought, name, args, call_tool(tools, allowed, name, args))
+
+
+def call_step(tools: Tools, trajectory: dict[str, Any], thought: str, tool: Callable[..., Any], **args: Any) -> Any:
+    """Call ``tool`` (a method of ``tools``) with ``args`` as Python, record the step, count the iteration; its result."""
+    return _recorded(tools, trajectory, thought, tool.__name__, args, tool(**args))
+
+
+def _recorded(tools: Tools, trajectory: dict[str, Any], thought: str, name: str, args: Any, result: Any) -> Any:
     record_step(trajectory, thought, name, args, result.render())
     tools.state.iteration += 1
     return result
