@@ -2,7 +2,9 @@
 
 A record is one answered question (see ``evaluation.answer_one``); a summary is one program's
 figures. Judge reliability compares ``judge_score`` with execution correctness; calibration
-compares ``confidence`` with it (expected calibration error, 10 equal-width bins).
+compares ``confidence`` with it (expected calibration error, 10 equal-width bins, and a reliability
+diagram); risk-coverage says how many questions are answered at each confidence, and how many of
+those are right.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
 from text2sql_dspy.programs.calibration import expected_calibration_error
 
+COVERAGE_CUTS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.3, 0.0)  # the report's risk-coverage rows: confidence at least this
 SEED_METRICS = (
     "structural_validation_calls",
     "judge_calls",
@@ -54,6 +57,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "confidence_ece": expected_calibration_error(confident),
         "confidence_auc": roc_auc(confident),
         "judge_ece": expected_calibration_error(judged),
+        "risk_coverage": [[cut, *answered_at(confident, cut)] for cut in COVERAGE_CUTS],
     }
     summary.update(judge_reliability(judged))
     turns = [r for r in records if r.get("turn") is not None]
@@ -94,6 +98,23 @@ def paired_comparison(reference: list[dict[str, Any]], other: list[dict[str, Any
         "lost": lost,
         "sign_test_p": float(binomtest(gained, gained + lost).pvalue) if gained + lost else 1.0,
     }
+
+
+def answered_at(pairs: list[tuple[float, bool]], cut: float) -> tuple[int, int]:
+    """(answers with confidence at least ``cut``, how many of them are right): one point of a risk-coverage curve."""
+    kept = [right for confidence, right in pairs if confidence >= cut]
+    return len(kept), sum(kept)
+
+
+def risk_coverage(pairs: list[tuple[float, bool]]) -> tuple[list[float], list[float]]:
+    """Coverage (share of answers kept) and accuracy of the kept ones, keeping answers from the most confident down;
+    ties in confidence are kept together, as one cut-off would keep them."""
+    xs, ys = [], []
+    for cut in sorted({confidence for confidence, _ in pairs}, reverse=True):
+        answered, right = answered_at(pairs, cut)
+        xs.append(answered / len(pairs))
+        ys.append(right / answered)
+    return xs, ys
 
 
 def judge_reliability(pairs: list[tuple[float, bool]]) -> dict[str, float | None]:
@@ -202,13 +223,20 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
             if paired:
                 p = paired["sign_test_p"]
                 lines.append(f"| {name} | {paired['gained']} | {paired['lost']} | {'< 0.001' if p < 0.001 else f'{p:.3f}'} |")
+    if any(summaries[n].get("risk_coverage") and summaries[n].get("questions") for n in names):
+        lines += ["", "Answered at each confidence (risk-coverage): answers whose confidence is at least the cut-off, "
+                  "and how many of them are right:", "", "| confidence at least | " + " | ".join(names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for i, cut in enumerate(COVERAGE_CUTS):
+            lines.append(f"| {cut:.1f} | " + " | ".join(_coverage_cell(summaries[n], i) for n in names) + " |")
     lines += ["", f"Written {meta['written_at']}.", ""]
     lines += [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
 
 
 def write_plots(out: Path, summaries: dict[str, dict], records: dict[str, list[dict]]) -> list[str]:
-    """Accuracy/latency/cost bars per program and a judge reliability diagram; the file names written."""
+    """Accuracy/latency/cost bars per program, reliability diagrams of the judge's score and of the confidence, and
+    the confidence's risk-coverage curve; the file names written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -231,24 +259,46 @@ def write_plots(out: Path, summaries: dict[str, dict], records: dict[str, list[d
     plt.close(fig)
     written = ["comparison.png"]
 
-    judged = {n: [(float(r["judge_score"]), bool(r.get("correct"))) for r in rs if r.get("judge_score") is not None]
-              for n, rs in records.items()}
-    judged = {n: pairs for n, pairs in judged.items() if pairs}
-    if judged:
+    for key, label in (("judge_score", "judge correctness_score"), ("confidence", "confidence")):
+        scored = _scored(records, key)
+        if scored:
+            fig, ax = plt.subplots(figsize=(5, 4.5))
+            ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect calibration")
+            for name, pairs in scored.items():
+                ax.plot(*_reliability_curve(pairs), "o-", label=name)
+            ax.set_xlabel(f"{label} (bin mean)")
+            ax.set_ylabel("fraction correct by execution")
+            ax.set_title("Judge reliability" if key == "judge_score" else "Confidence reliability")
+            ax.legend()
+            fig.tight_layout()
+            file = "judge_reliability.png" if key == "judge_score" else "confidence_reliability.png"
+            fig.savefig(out / file, dpi=110)
+            plt.close(fig)
+            written.append(file)
+    confident = _scored(records, "confidence")
+    if confident:
         fig, ax = plt.subplots(figsize=(5, 4.5))
-        ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect calibration")
-        for name, pairs in judged.items():
-            xs, ys = _reliability_curve(pairs)
-            ax.plot(xs, ys, "o-", label=name)
-        ax.set_xlabel("judge correctness_score (bin mean)")
-        ax.set_ylabel("fraction correct by execution")
-        ax.set_title("Judge reliability")
+        for name, pairs in confident.items():
+            ax.plot(*risk_coverage(pairs), ".-", label=name)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("share of questions answered (most confident first)")
+        ax.set_ylabel("fraction of those right")
+        ax.set_title("Risk-coverage")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "judge_reliability.png", dpi=110)
+        fig.savefig(out / "risk_coverage.png", dpi=110)
         plt.close(fig)
-        written.append("judge_reliability.png")
+        written.append("risk_coverage.png")
     return written
+
+
+def _coverage_cell(summary: dict[str, Any], row: int) -> str:
+    rows, n = summary.get("risk_coverage") or [], summary.get("questions") or 0
+    if row >= len(rows) or not n:
+        return "–"
+    _, answered, right = rows[row]
+    return f"{answered} ({answered / n:.0%}), {right} right" + (f" ({right / answered:.0%})" if answered else "")
 
 
 def _reliability_curve(pairs: list[tuple[float, bool]], bins: int = 5) -> tuple[list[float], list[float]]:
@@ -260,6 +310,12 @@ def _reliability_curve(pairs: list[tuple[float, bool]], bins: int = 5) -> tuple[
             xs.append(sum(s for s, _ in members) / len(members))
             ys.append(sum(c for _, c in members) / len(members))
     return xs, ys
+
+
+def _scored(records: dict[str, list[dict]], key: str) -> dict[str, list[tuple[float, bool]]]:
+    """Per program, (``key``'s value, right) for the records that have the value; programs without any left out."""
+    scored = {n: [(float(r[key]), bool(r.get("correct"))) for r in rs if r.get(key) is not None] for n, rs in records.items()}
+    return {n: pairs for n, pairs in scored.items() if pairs}
 
 
 def _fmt(value: Any, fmt: str) -> str:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import dspy
+import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize import evaluation
@@ -114,6 +115,40 @@ def test_roc_auc_of_confidence_and_judge_scores() -> None:
     assert summary["confidence_auc"] == 0.75  # of 4 (right, wrong) pairs, 3 rank the right answer higher
     assert summary["judge_auc"] == 0.5
     assert summarize(rows[:2])["confidence_auc"] is None  # all right: no ranking to measure
+
+
+@pytest.mark.parametrize(("pairs", "cut", "expected"), [
+    ([(0.9, True), (0.8, False), (0.5, True), (0.1, False)], 0.9, (1, 1)),
+    ([(0.9, True), (0.8, False), (0.5, True), (0.1, False)], 0.5, (3, 2)),
+    ([(0.9, True), (0.8, False), (0.5, True), (0.1, False)], 0.0, (4, 2)),
+    ([(0.9, True), (0.8, False)], 0.95, (0, 0)),  # nothing that sure: no answer kept
+])
+def test_answers_kept_at_a_confidence_cut_off(pairs, cut: float, expected: tuple[int, int]) -> None:
+    from text2sql_dspy.optimize.report import answered_at
+
+    assert answered_at(pairs, cut) == expected
+
+
+def test_risk_coverage_keeps_the_most_confident_first_and_ties_together() -> None:
+    from text2sql_dspy.optimize.report import risk_coverage
+
+    coverage, accuracy = risk_coverage([(0.9, True), (0.7, True), (0.7, False), (0.2, False)])
+    assert coverage == [0.25, 0.75, 1.0]
+    assert accuracy == [1.0, 2 / 3, 0.5]
+
+
+def test_the_report_shows_answers_at_each_confidence_and_draws_the_curves(tmp_path: Path) -> None:
+    from text2sql_dspy.optimize.report import write_report, summarize
+
+    rows = [{"index": i, "correct": c, "confidence": p, "judge_score": p, "latency_s": 1.0}
+            for i, (c, p) in enumerate([(True, 0.95), (True, 0.75), (False, 0.72), (False, 0.2)])]
+    write_report(tmp_path, {"v2": summarize(rows)}, {"v2": rows}, {"data": "d", "split": "s", "questions": 4})
+    report = (tmp_path / "report.md").read_text()
+    assert "| 0.9 | 1 (25%), 1 right (100%) |" in report
+    assert "| 0.7 | 3 (75%), 2 right (67%) |" in report
+    assert "| 0.0 | 4 (100%), 2 right (50%) |" in report
+    for plot in ("confidence_reliability.png", "risk_coverage.png", "judge_reliability.png"):
+        assert (tmp_path / plot).stat().st_size > 0 and f"![{plot}]({plot})" in report
 
 
 def test_a_tiny_sign_test_p_is_written_as_below_a_thousandth() -> None:
