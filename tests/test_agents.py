@@ -6,6 +6,7 @@ DummyLM replies carry no token probabilities (drafts score NEUTRAL_CONFIDENCE, v
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -482,3 +483,26 @@ def test_the_react_repair_is_off_by_default_on_the_embedded_model_only(
     assert ReActAgent(tiny_db, lm=embedded, **options).max_repair_steps == 0
     assert ReActAgent(tiny_db, lm=served, **options).max_repair_steps == DEFAULT_REPAIR_STEPS > 0
     assert ReActAgent(tiny_db, lm=embedded, max_repair_steps=2, **options).max_repair_steps == 2
+
+
+def test_a_program_for_the_embedded_model_builds_and_saves_no_repair_predictors(
+    tiny_db: Path, tiny_schemas: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded, served = DummyLM([]), DummyLM([])
+    monkeypatch.setattr("text2sql_dspy.programs.llm.factory.is_embedded_model", lambda lm: lm is embedded)
+    options = {"schema_path": tiny_schemas, "retrieval_type": "keyword"}
+    local = ReActAgentV2(tiny_db, lm=embedded, **options)
+    assert {name for name, _ in local.named_predictors()} == {"draft", "judge"}
+    local.save(str(tmp_path / "local.json"))
+    assert not [key for key in json.loads((tmp_path / "local.json").read_text()) if key.startswith("agent.")]
+    assert {"agent.react", "agent.extract.predict"} <= {n for n, _ in ReActAgentV2(tiny_db, lm=embedded, max_repair_steps=1,
+                                                                                     **options).named_predictors()}
+
+    hosted = ReActAgentV2(tiny_db, lm=served, **options)
+    hosted.agent.react.signature = hosted.agent.react.signature.with_instructions("Tuned repair steps.")
+    hosted.load(str(tmp_path / "local.json"))  # a file without the loop: the program keeps its own
+    assert hosted.agent.react.signature.instructions == "Tuned repair steps."
+    hosted.save(str(tmp_path / "hosted.json"))
+    again = ReActAgentV2(tiny_db, lm=embedded, **options)
+    again.load(str(tmp_path / "hosted.json"))  # a file with the loop: built to hold what was saved
+    assert again.agent.react.signature.instructions == "Tuned repair steps."

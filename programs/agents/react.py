@@ -90,7 +90,8 @@ class ReActAgent(Text2SQLProgram):
     ``run(question)`` returns ``query``, ``explanation``, ``confidence``, ``judge_score`` (None
     without a judge), ``reasoning_steps`` and the per-question metrics; ``forward`` returns the
     same as a ``dspy.Prediction``. Sub-predictors, for optimizers: ``draft``, ``judge`` (with a
-    judge) and ``agent`` (the repair ReAct's ``react`` and ``extract``).
+    judge) and ``agent`` (the repair ReAct's ``react`` and ``extract``), the last only where the repair loop
+    takes steps (:attr:`max_repair_steps`): a program for the embedded model neither builds nor saves it.
     """
 
     def __init__(
@@ -118,7 +119,7 @@ class ReActAgent(Text2SQLProgram):
         self._max_repair_steps = max_repair_steps
         self.draft = dspy.Predict(DraftSQL)
         self.judge = dspy.Predict(JudgeSQL) if judge else None
-        self.agent = RepairAgent(DraftSQL, with_judge=judge, max_iters=max_iterations)
+        self.agent = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
 
     @property
     def judge_lm(self) -> dspy.LM:
@@ -145,6 +146,29 @@ class ReActAgent(Text2SQLProgram):
 
         return 0 if is_embedded_model(self.lm) else DEFAULT_REPAIR_STEPS
 
+    def load_state(self, state: dict[str, Any], **kwargs: Any) -> None:
+        """Load a saved program. One saved where the repair loop takes steps carries its predictors (built here if
+        this program has none yet); one saved for the embedded model does not, and this program keeps its own."""
+        saved = any(name.startswith("agent.") for name in state)
+        if saved and self.agent is None:
+            self.agent = self._repair_agent()
+        elif not saved and self.agent is not None:
+            state = {**state, **{k: v for k, v in self.dump_state().items() if k.startswith("agent.")}}
+        super().load_state(state, **kwargs)
+
+    def _repair_agent(self) -> RepairAgent:
+        return RepairAgent(DraftSQL, with_judge=self.judge is not None, max_iters=self.limits.max_iterations)
+
+    def _repair(self, state: AgentState, trajectory: dict[str, Any], question: str, view: SchemaView) -> str | None:
+        """The ReAct loop from the opening's steps, where this model takes any; why it ended without an answer."""
+        steps = self.max_repair_steps
+        if steps <= 0:
+            return f"repair step limit reached ({steps} agent steps)"
+        if self.agent is None:  # an LM set after the program was built (dspy.configure) that takes repair steps
+            self.agent = self._repair_agent()
+        return self.agent(state=state, trajectory=trajectory, max_steps=steps, question=question,
+                          table_schemas=view.text, facts=view.facts, hints="").stop_reason
+
     def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
         judge = None
         if self.judge is not None:  # a misconfigured judge (bad model string, missing key) fails here, not later
@@ -156,12 +180,7 @@ class ReActAgent(Text2SQLProgram):
         state.retrieval_calls, trajectory = 1, {}  # the prompt's tables are the question's first retrieval
         state.note_tables(view.tables)
         self._opening(Tools(state), trajectory, question, view)
-        stop_reason = None
-        if state.final_answer is None:
-            stop_reason = self.agent(
-                state=state, trajectory=trajectory, max_steps=self.max_repair_steps,
-                question=question, table_schemas=view.text, facts=view.facts, hints="",
-            ).stop_reason
+        stop_reason = None if state.final_answer is not None else self._repair(state, trajectory, question, view)
         if state.final_answer is None:
             state.final_answer = best_effort_answer(state, stop_reason)
         return self.result(state, trajectory, stop_reason)
@@ -297,6 +316,20 @@ class ReActAgentV2(ReActAgent):
 
     def __init__(self, db_path: Path | str | None = None, **kwargs: Any):
         super().__init__(db_path, judge=True, **kwargs)
+
+
+def repairs(model_id: str | None, lm: Any, max_repair_steps: int | None) -> bool:
+    """Whether a program built with these takes repair steps, as far as is known before its LM is built: the steps
+    given, else whether the LM given (or configured in DSPy, or named) is not the embedded model."""
+    from text2sql_dspy.programs.llm.factory import is_embedded_model, is_local_model, resolve_model_name
+
+    if max_repair_steps is not None:
+        return max_repair_steps > 0
+    if lm is None and model_id is None:
+        lm = dspy.settings.lm
+    if lm is not None:
+        return not is_embedded_model(lm)
+    return not is_local_model(resolve_model_name(model_id))
 
 
 def readings(state: AgentState, chosen: str) -> list[dict[str, Any]]:
