@@ -5,7 +5,8 @@
 The program answers each verified pair's question of that database, with that pair withheld from the
 pairs it is shown, and each answer is scored by running it beside the pair's SQL. Each scored answer is kept
 beside the calibration as it comes, so a stopped run resumes and a later one answers only new pairs
-(``--fresh`` answers them all again). A logistic map from the
+(``--fresh`` answers them all again); every kept answer is scored again on the data as it is now, so a
+database whose rows changed is never fitted on what was right before. A logistic map from the
 answers' signals to their rightness (:mod:`text2sql_dspy.programs.calibration`) is saved in the cache dir;
 from then on the program's ``confidence`` on that database is that probability.
 """
@@ -64,7 +65,8 @@ def calibrate(args: argparse.Namespace) -> int:
             source.database, fields.get("query") or "", pair.sql), **{k: fields[k] for k in SIGNAL_FIELDS if fields.get(k) is not None}}
         with kept.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record, default=str) + "\n")
-    answers = [(done[answer_key(p)], bool(done[answer_key(p)]["right"])) for p in pairs]
+    answers = [(done[answer_key(p)], same_rows(source.database, done[answer_key(p)].get("query") or "", p.sql))
+               for p in pairs]  # scored on the data as it is now, which may have changed since it was answered
     calibration = fit(answers, model)
     if calibration is None:
         raise ConfigurationError(f"the program answered {sum(r for _, r in answers)} of {len(answers)} pairs right: "

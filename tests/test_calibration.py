@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
 
 import dspy
@@ -113,6 +115,7 @@ QUESTIONS = [f"Question number {i} please" for i in range(24)]
 def test_calibrate_answers_each_stored_pair_and_saves_the_fit(
     capsys: pytest.CaptureFixture[str], tiny_db: Path, tmp_path: Path
 ) -> None:
+    tiny_db = Path(shutil.copy(tiny_db, tmp_path / "tiny.sqlite"))  # its data changes below
     store_path = tmp_path / "examples.sqlite"
     store = ExampleStore(store_path)
     source = open_source(tiny_db)
@@ -134,6 +137,14 @@ def test_calibrate_answers_each_stored_pair_and_saves_the_fit(
         assert main(["calibrate", "--db", str(tiny_db), "--program", "baseline", "--examples", str(store_path),
                      "--no-examples", "--retrieval", "keyword"]) == 0
     assert "19 of 25 answered right" in capsys.readouterr().out
+
+    # the data changes: every kept answer is scored again on it, none answered again (no reply is scripted)
+    with sqlite3.connect(tiny_db) as conn:
+        conn.execute("DELETE FROM users WHERE id = 3")  # 'id > 7' now returns what 'id > 2' does: two more right
+    with dspy.context(lm=DummyLM([])):
+        assert main(["calibrate", "--db", str(tiny_db), "--program", "baseline", "--examples", str(store_path),
+                     "--no-examples", "--retrieval", "keyword"]) == 0
+    assert "21 of 25 answered right" in capsys.readouterr().out
 
 
 def test_calibrate_refuses_a_database_with_too_few_pairs(capsys: pytest.CaptureFixture[str], tiny_db: Path,
