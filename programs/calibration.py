@@ -72,7 +72,7 @@ class Calibration:
         return self.sure_at is not None and probability >= self.sure_at
 
     def describe(self) -> str:
-        return f"calibrated on {self.answers} verified questions of this database ({self.right} answered right)"
+        return f"calibrated on {self.answers} verified questions of this database, {self.right} answered right"
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, **asdict(self)}

@@ -85,7 +85,7 @@ def test_a_calibrated_answer_is_likely_right_only_when_sure(
     body = v2_answer(tiny_db)
     assert body["calibrated"] is True and body["sure"] is False and body["confidence"] == pytest.approx(0.731, abs=1e-3)
     assert body["confidence_words"] == "check this"  # the judge's 0.92 alone no longer says "likely right"
-    assert body["calibration"] == "calibrated on 40 verified questions of this database (29 answered right)"
+    assert body["calibration"] == "calibrated on 40 verified questions of this database, 29 answered right"
 
 
 def test_the_page_follows_progress_over_sse_and_gets_the_rendered_answer(service: Service) -> None:
