@@ -46,5 +46,9 @@ for name, rs in (("alone", off), ("with history", on)):
     first = median(r["latency_s"] for r in rs if r["turn"] == 0)
     later = median(r["latency_s"] for r in rs if r["turn"] > 0)
     print(f"median latency {name}: first turns {first:.1f} s, later turns {later:.1f} s, ratio {later / first:.2f}")
+for name, turns in (("first turns (the same prompt in both runs)", [(a, b) for a, b in zip(off, on) if a["turn"] == 0]),
+                    ("later turns", [(a, b) for a, b in zip(off, on) if a["turn"] > 0])):
+    ratios = [b["latency_s"] / a["latency_s"] for a, b in turns if a["latency_s"]]
+    print(f"{name}: median of per-turn latency ratios, with history / alone, {median(ratios):.2f}")
 p = binomtest(gained, gained + lost).pvalue if gained + lost else 1.0
 print(f"with history against alone: {gained} gained, {lost} lost, sign test p = {p:.2g}")
