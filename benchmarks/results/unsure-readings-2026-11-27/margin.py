@@ -6,29 +6,24 @@ readings, so its margin 0.1 row differs from the records' own unsure answers (un
 
 Usage (from the repository root): python benchmarks/results/unsure-readings-2026-11-27/margin.py RECORDS.jsonl ...
 """
-import json, sys
+import json
+import sys
 from pathlib import Path
-from text2sql_dspy.programs.db.results import is_ordered, results_match
-from text2sql_dspy.programs.db.source import open_source
-from text2sql_dspy.programs.db.literals import MISSING_VALUE
-from text2sql_dspy.programs.db.query_warnings import SHOWS_KEY
-from text2sql_dspy.programs.bundled import ensure_bundled_database
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "benchmarks"
-srcs, cache = {}, {}
-def source(db):
-    if db not in srcs:
-        f = list(SHARED.glob(f"*/database/{db}/{db}.sqlite"))
-        srcs[db] = open_source(f[0] if f else ensure_bundled_database())
-    return srcs[db]
+
+sys.path.insert(0, str(Path(__file__).parent))
+from text2sql_dspy.programs.db.literals import MISSING_VALUE  # noqa: E402
+from text2sql_dspy.programs.db.query_warnings import SHOWS_KEY  # noqa: E402
+from unsure import right as rows_match, source  # noqa: E402
+
+cache = {}
+
+
 def right(db, sql, gold):
-    key = (db, sql, gold)
-    if key not in cache:
-        src = source(db)
-        try:
-            cache[key] = results_match(src.database.execute(sql), src.database.execute(gold), ordered=is_ordered(gold))
-        except Exception:
-            cache[key] = False
-    return cache[key]
+    if (db, sql, gold) not in cache:
+        cache[db, sql, gold] = rows_match(source(db), sql, gold)
+    return cache[db, sql, gold]
+
+
 margins = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4]
 rows = []
 for rec in sys.argv[1:]:

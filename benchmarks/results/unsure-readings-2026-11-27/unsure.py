@@ -26,27 +26,33 @@ def source(db_id):
 
 
 def right(src, sql, gold):
+    """Whether ``sql`` returns the gold query's rows on ``src`` (a query that fails is wrong)."""
     try:
         return results_match(src.database.execute(sql), src.database.execute(gold), ordered=is_ordered(gold))
     except Exception:
         return False
 
 
-totals = [0, 0, 0, 0]
-for records in sys.argv[1:]:
-    n = unsure = first = either = 0
-    for line in open(records):
-        r = json.loads(line)
-        n += 1
-        alternatives = r.get("alternatives") or []
-        if len(alternatives) < 2:
-            continue
-        src = source(r["db_id"])
-        unsure += 1
-        first += bool(r["correct"])
-        either += bool(r["correct"]) or any(right(src, sql, r["gold"]) for sql in alternatives[:2])
-    print(f"{records}: answers {n}, unsure {unsure}, first reading right {first}, either right {either}")
-    totals = [a + b for a, b in zip(totals, (n, unsure, first, either))]
-n, unsure, first, either = totals
-print(f"all: answers {n}, unsure {unsure}, first reading right {first} ({first / unsure:.1%}), "
-      f"either right {either} ({either / unsure:.1%}): +{(either - first) / unsure * 100:.1f} points")
+def main():
+    totals = [0, 0, 0, 0]
+    for records in sys.argv[1:]:
+        n = unsure = first = either = 0
+        for line in open(records):
+            r = json.loads(line)
+            n += 1
+            alternatives = r.get("alternatives") or []
+            if len(alternatives) < 2:
+                continue
+            src = source(r["db_id"])
+            unsure += 1
+            first += bool(r["correct"])
+            either += bool(r["correct"]) or any(right(src, sql, r["gold"]) for sql in alternatives[:2])
+        print(f"{records}: answers {n}, unsure {unsure}, first reading right {first}, either right {either}")
+        totals = [a + b for a, b in zip(totals, (n, unsure, first, either))]
+    n, unsure, first, either = totals
+    print(f"all: answers {n}, unsure {unsure}, first reading right {first} ({first / unsure:.1%}), "
+          f"either right {either} ({either / unsure:.1%}): +{(either - first) / unsure * 100:.1f} points")
+
+
+if __name__ == "__main__":
+    main()
