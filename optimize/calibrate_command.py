@@ -61,8 +61,8 @@ def calibrate(args: argparse.Namespace) -> int:
     done = read_answers(kept)
     for pair in tqdm([p for p in pairs if answer_key(p) not in done], desc="calibrating", unit="pair"):
         fields = program.fields(pair.question, db_path)
-        done[answer_key(pair)] = record = {"key": answer_key(pair), "right": same_rows(
-            source.database, fields.get("query") or "", pair.sql), **{k: fields[k] for k in SIGNAL_FIELDS if fields.get(k) is not None}}
+        done[answer_key(pair)] = record = {  # scored below, with the others, on the data as it is then
+            "key": answer_key(pair), **{k: fields[k] for k in SIGNAL_FIELDS if fields.get(k) is not None}}
         with kept.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record, default=str) + "\n")
     answers = [(done[answer_key(p)], same_rows(source.database, done[answer_key(p)].get("query") or "", p.sql))

@@ -30,7 +30,7 @@ from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.answer import Preview, Reading
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
-from text2sql_dspy.programs.agents.repair import RepairAgent
+from text2sql_dspy.programs.agents.repair import RepairAgent, step_limit_reached
 from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import Tools, combined_confidence
 from text2sql_dspy.programs.agents.trajectory import call_step, reasoning_steps
@@ -163,7 +163,7 @@ class ReActAgent(Text2SQLProgram):
         """The ReAct loop from the opening's steps, where this model takes any; why it ended without an answer."""
         steps = self.max_repair_steps
         if steps <= 0:
-            return f"repair step limit reached ({steps} agent steps)"
+            return step_limit_reached(steps)
         if self.agent is None:  # an LM set after the program was built (dspy.configure) that takes repair steps
             self.agent = self._repair_agent()
         return self.agent(state=state, trajectory=trajectory, max_steps=steps, question=question,

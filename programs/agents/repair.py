@@ -19,7 +19,7 @@ from text2sql_dspy.programs.agents.state import AgentState
 from text2sql_dspy.programs.agents.tools import JUDGE_TOOL, Tools, tool_specs
 from text2sql_dspy.programs.agents.trajectory import call_step, progress_of, take_step
 
-__all__ = ["RepairAgent"]
+__all__ = ["RepairAgent", "step_limit_reached"]
 
 AGENT_INSTRUCTIONS = """You are a SQL agent. Your goal: submit one read-only SQL query that answers the question.
 The trajectory shows the query drafted so far and what the checks said about it.
@@ -33,6 +33,11 @@ JUDGE_RULE = " and llm_judge_evaluate scored it 70% or more"
 STALL_LIMIT = 3  # the loop ends after this many steps in a row that changed nothing (see progress_of)
 STEP_MAX_TOKENS = 200  # a thought, a tool name and a full query as its argument
 TRUNCATION_TRIES = 3
+
+
+def step_limit_reached(steps: int) -> str:
+    """Why the loop ended without an answer when it took all its ``steps`` (none, where it is off)."""
+    return f"repair step limit reached ({steps} agent steps)"
 
 
 class RepairAgent(dspy.ReAct):
@@ -81,7 +86,7 @@ class RepairAgent(dspy.ReAct):
             before = progress_of(state)
             take_step(tools, self.tools, trajectory, pred.next_thought, pred.next_tool_name, pred.next_tool_args)
             idle = idle + 1 if progress_of(state) == before else 0
-        return None if state.final_answer is not None else f"repair step limit reached ({max_steps} agent steps)"
+        return None if state.final_answer is not None else step_limit_reached(max_steps)
 
     def _extract(self, tools: Tools, trajectory: dict[str, Any], inputs: dict[str, Any]) -> None:
         """ReAct's last word: the query the trajectory points to, submitted through the same checks."""
