@@ -2,6 +2,7 @@
 
     python benchmarks/bench_values.py ../shared/benchmarks/bird-public --split dev
     python benchmarks/bench_values.py ../shared/benchmarks/spider-public --split dev
+    python benchmarks/bench_values.py ../shared/benchmarks/sparc-public --databases ../shared/benchmarks/spider-public
     python benchmarks/bench_values.py --big-table 1000000      # index build time on a generated 1M-row table
 
 For every gold query, each ``column = 'text'`` / ``IN`` / ``LIKE`` literal (no wildcard) that the database
@@ -57,10 +58,10 @@ def dataherald_keeps(values: list[str], column) -> bool:
     return 2 <= len(values) < FEW_DISTINCT
 
 
-def measure(data: str, split: str, rule: str, plain: bool = False) -> dict:
+def measure(data: str, split: str, rule: str, plain: bool = False, databases: str | None = None) -> dict:
     if rule == "dataherald":
         values_module.keeps = dataherald_keeps
-    examples = load_split(data, split)
+    examples = load_split(data, split, databases=databases)
     targets = shown = in_schema = by_lookups = 0
     columns, noise, chars, lookup_ms, builds = [], [], [], [], {}
     for example in examples:
@@ -124,6 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?")
     parser.add_argument("--split", default="dev")
+    parser.add_argument("--databases", help="the folder of the SQLite files, where DATA holds only questions (SParC)")
     parser.add_argument("--rule", action="append", choices=["chess", "dataherald"])
     parser.add_argument("--big-table", type=int)
     parser.add_argument("--plain", action="store_true", help="the lookup without the rules on schema words "
@@ -133,7 +135,7 @@ def main() -> None:
         print(json.dumps(big_table(args.big_table), indent=1))
     for rule in args.rule or (["chess"] if not args.data else ["chess", "dataherald"]):
         if args.data:
-            print(json.dumps(measure(args.data, args.split, rule, args.plain), indent=1))
+            print(json.dumps(measure(args.data, args.split, rule, args.plain, args.databases), indent=1))
 
 
 if __name__ == "__main__":

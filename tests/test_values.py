@@ -134,6 +134,26 @@ def test_a_value_named_exactly_silences_its_words_and_look_alikes_elsewhere(ques
     assert {f"{m.table}.{m.column}": m.shown for m in HEROES.lookup(question)} == expected
 
 
+WORLD = ValueIndex([ColumnValues("country", "continent", ("Asia", "Africa", "Europe"), True),
+                    ColumnValues("country", "region", ("Eastern Asia", "Southeast Asia", "Eastern Africa"), True),
+                    ColumnValues("country", "name", ("South Africa", "Japan"), True),
+                    ColumnValues("colour", "colour", ("Blue", "Black/Blue", "Blue/White"), True),
+                    ColumnValues("superhero", "superhero_name", ("Blue Beetle", "Blue Beetle II"), True)])
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    # a phrase that names a value exactly matches that value only, not the longer values that contain it
+    ("Which countries are in Asia?", {"country.continent": ("Asia",)}),
+    ("the smallest country in Africa", {"country.continent": ("Africa",)}),
+    ("How many heroes have blue eyes?", {"colour.colour": ("Blue",)}),
+    ("countries of Eastern Asia", {"country.region": ("Eastern Asia",)}),
+    ("the powers of Blue Beetle", {"superhero.superhero_name": ("Blue Beetle",)}),  # not "Blue Beetle II"
+])
+def test_a_value_named_exactly_is_matched_alone_not_the_longer_values_containing_it(question: str,
+                                                                                   expected: dict) -> None:
+    assert {f"{m.table}.{m.column}": m.shown for m in WORLD.lookup(question)} == expected
+
+
 def test_schema_words_are_the_names_and_the_prose_of_the_descriptions_not_the_values_they_quote(source) -> None:
     words = schema_words(source.catalog)
     assert {"crime", "crimes", "lsoa", "reactor", "type", "capacity", "mw", "unit", "units", "plant"} <= words

@@ -164,9 +164,10 @@ class ValueIndex:
 
         A phrase inside a longer phrase that names a value exactly is not matched on its own ("hunter" beside
         "hunter zolomon" is not the hero 'Rip Hunter'), and a phrase's matches much weaker than its best are
-        dropped (a fuzzy match beside an exact one). A phrase that names a value exactly in one column is not
-        matched by spelling in another ("Amazo" the hero is not the race 'Amazon'). A value matched by several
-        phrases ranks higher.
+        dropped (a fuzzy match beside an exact one). A phrase that names a value exactly matches only the values
+        equal to it: not by spelling ("Amazo" the hero is not the race 'Amazon'), nor the longer values that
+        contain it ("Asia" the continent is not the regions 'Eastern Asia', 'Southeast Asia'). A value matched by
+        several phrases ranks higher.
         """
         wanted = None if tables is None else {t.casefold() for t in tables}
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
@@ -179,7 +180,7 @@ class ValueIndex:
             hits = [h for h in hits if wanted is None or self.columns[h[0]].table.casefold() in wanted]
             if any(self._normal[entry] == phrase for _, entry, _ in hits):
                 named.append(phrase)
-                hits = [h for h in hits if f" {phrase} " in f" {self._normal[h[1]]} "]  # spelled alike only
+                hits = [h for h in hits if self._normal[h[1]] == phrase]  # the value it names, nothing longer
             for column, entry, score in hits:
                 found.setdefault(column, []).append((entry, score, phrase))
         matches = [m for column, hits in found.items() if (m := self._column_match(column, hits)) is not None]
