@@ -53,7 +53,7 @@ def calibrate(args: argparse.Namespace) -> int:
     if not args.no_examples:  # a question is never shown its own pair
         program.selector = ExampleSelector(store, k=program.selector.k if program.selector else 4,
                                            exclude_same_question=True)
-    model, name = lm_name(program.lm), type(program).__name__
+    model, name = lm_name(program.lm), program.calibration_name()
     kept = answers_file(calibration_file(database_key(source), name, model))
     if args.fresh:
         kept.unlink(missing_ok=True)

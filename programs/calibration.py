@@ -3,8 +3,9 @@
 A :class:`Calibration` maps an answer's signals (:func:`signals`) to that probability with a logistic model
 (scikit-learn) fitted on answers whose rightness is known: the program's own answers to a database's verified
 pairs, each asked with its own pair withheld (``text2sql calibrate``). It is kept in the user cache dir under
-the database's store key, the program's class and the model (:func:`calibration_file`), and applies only to
-that triple: a map fitted on one database does not transfer to another, whose questions are harder or easier.
+the database's store key, the program (its class and prompts) and the model (:func:`calibration_file`), and
+applies only to that triple: a map fitted on one database does not transfer to another, whose questions are
+harder or easier.
 
 ``sure_at`` is the lowest probability at which the fitting answers, scored out of fold, were right at least
 :data:`SURE_PRECISION` of the time; None when no cut-off reaches it.
@@ -154,7 +155,8 @@ def consistency(pairs: Sequence[tuple[float, bool]], *, draws: int = 2000, seed:
 
 
 def calibration_file(db_key: str, program: str, model: str) -> Path:
-    """Where the calibration of ``program`` (its class name) answering with ``model`` on database ``db_key`` is kept."""
+    """Where the calibration of ``program`` (its :meth:`~..base.Text2SQLProgram.calibration_name`) answering with
+    ``model`` on database ``db_key`` is kept."""
     digest = hashlib.sha256(f"{db_key}|{program}|{model}".encode()).hexdigest()[:16]
     return default_cache_dir() / "calibration" / f"{db_key}-{program}-{digest}.json"
 

@@ -100,13 +100,21 @@ def test_a_saved_calibration_applies_to_its_database_program_and_model_only(tiny
         plain = program.run("How many users are there?")
     assert not plain.calibrated and "uncalibrated" in plain.confidence_line
     calibration = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.7, model="dummy")
-    save_calibration(calibration, database_key(source), "Baseline")
-    assert load_calibration(database_key(source), "Baseline", "other-model") is None
-    assert load_calibration(database_key(source), "ReActAgentV2", "dummy") is None
+    name = program.calibration_name()
+    assert name.startswith("Baseline-") and name == Baseline(tiny_db, retrieval_type="keyword").calibration_name()
+    save_calibration(calibration, database_key(source), name)
+    assert load_calibration(database_key(source), name, "other-model") is None
+    assert load_calibration(database_key(source), "ReActAgentV2" + name[len("Baseline"):], "dummy") is None
     with dspy.context(lm=lm):
         answer = program.run("How many users are there?")
     assert answer.calibrated and answer.sure and answer.confidence == pytest.approx(1 / (1 + np.exp(-1.0)))
     assert answer.confidence_line.startswith(f"chance right {answer.confidence:.2f} (calibrated on 40 verified")
+
+    compiled = program.deepcopy()  # tuned prompts: another program, whose answers the plain one's map does not fit
+    compiled.draft.demos = [dspy.Example(question="How many users?", sql="SELECT count(*) FROM users")]
+    assert compiled.calibration_name() != name
+    with dspy.context(lm=lm):
+        assert not compiled.run("How many users are there?").calibrated
 
 
 QUESTIONS = [f"Question number {i} please" for i in range(24)]
@@ -127,7 +135,8 @@ def test_calibrate_answers_each_stored_pair_and_saves_the_fit(
                      "--no-examples", "--retrieval", "keyword"]) == 0
     out = capsys.readouterr().out
     assert "18 of 24 answered right" in out  # every fourth reply returns other rows
-    calibration = load_calibration(database_key(source), "Baseline", "dummy")
+    name = Baseline(tiny_db, retrieval_type="keyword").calibration_name()  # the program the command built
+    calibration = load_calibration(database_key(source), name, "dummy")
     assert calibration is not None and (calibration.answers, calibration.right) == (24, 18)
     assert calibration.probability({"query": "SELECT 1", "confidence": 0.5}) == pytest.approx(0.75, abs=0.05)
 

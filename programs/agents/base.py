@@ -9,6 +9,8 @@ opens the database, sets the LM, meters calls, tokens and cost, and times the ca
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -129,13 +131,22 @@ class Text2SQLProgram(dspy.Module):
         """With a calibration saved for this database, program and model (``text2sql calibrate``), ``confidence``
         becomes the probability that the answer is right (the program's own score kept as ``raw_confidence``);
         ``calibrated`` says which it is."""
-        calibration = load_calibration(database_key(source), type(self).__name__, lm_name(self.lm))
+        calibration = load_calibration(database_key(source), self.calibration_name(), lm_name(self.lm))
         fields["calibrated"] = calibration is not None
         if calibration is not None:
             fields["raw_confidence"] = fields.get("confidence", 0.0)
             fields["confidence"] = calibration.probability(fields)
             fields["sure"] = calibration.is_sure(fields["confidence"])
             fields["calibration"] = calibration.describe()
+
+    def calibration_name(self) -> str:
+        """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes
+        through (each predictor's instructions, fields and demos; the repair loop's, built only where it runs, aside),
+        so a calibration fitted with a compiled program never applies to the plain one, nor the other way round."""
+        prompts = {name: {k: v for k, v in predictor.dump_state().items() if k != "lm"}
+                   for name, predictor in self.named_predictors() if not name.startswith("agent.")}
+        digest = hashlib.sha256(json.dumps(prompts, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        return f"{type(self).__name__}-{digest}"
 
     def run(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None) -> Answer:
         """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says; ``history``: the earlier
