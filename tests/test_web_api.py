@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
+from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.calibration import Calibration, save_calibration
 from text2sql_dspy.programs.db.source import open_source
 from text2sql_dspy.programs.examples.identity import database_key
@@ -81,7 +82,8 @@ def test_a_calibrated_answer_is_likely_right_only_when_sure(
 ) -> None:
     monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path))  # this test's own calibration, seen by no other test
     calibration = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.9, model="openai/scripted-logprobs")
-    save_calibration(calibration, database_key(open_source(tiny_db)), "ReActAgentV2")
+    program = ReActAgentV2(tiny_db, lm=logprob_lm([]))  # the program the server builds: V2 as shipped
+    save_calibration(calibration, database_key(open_source(tiny_db)), program.calibration_name())
     body = v2_answer(tiny_db)
     assert body["calibrated"] is True and body["sure"] is False and body["confidence"] == pytest.approx(0.731, abs=1e-3)
     assert body["confidence_words"] == "check this"  # the judge's 0.92 alone no longer says "likely right"
