@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import dspy
@@ -223,20 +225,33 @@ def test_engine_state_roundtrip() -> None:
 
 # -- pricing --------------------------------------------------------------------
 
-def test_pricing_math() -> None:
-    assert pricing.cost_usd("anthropic/claude-sonnet-4-5", 1_000_000, 1_000_000) == pytest.approx(18.0)
-    assert pricing.cost_usd("claude-haiku-4-5-20251001", 2_000, 500) == pytest.approx(2_000 * 1e-6 + 500 * 5e-6)
-    assert pricing.cost_usd("anthropic/claude-opus-4-5", 10_000, 1_000) == pytest.approx(0.15 + 0.075)
-    assert pricing.cost_usd("claude-haiku-3", 4_000_000, 0) == pytest.approx(1.0)
-    assert pricing.cost_usd("local", 10**6, 10**6) == 0.0
-    assert pricing.cost_usd(LOCAL_MODEL_NAME, 10**6, 10**6) == 0.0
-    assert pricing.price_known("local") and pricing.price_known(LOCAL_MODEL_NAME)
+PRICED = [  # (model string, prompt tokens, completion tokens, USD), at LiteLLM's prices per 1M tokens
+    ("anthropic/claude-sonnet-4-5", 1_000_000, 1_000_000, 3.0 + 15.0),
+    ("claude-haiku-4-5-20251001", 2_000, 500, 2_000 * 1e-6 + 500 * 5e-6),
+    ("anthropic/claude-opus-4-5", 10_000, 1_000, 10_000 * 5e-6 + 1_000 * 25e-6),  # Opus 4.5: $5 / $25
+    ("anthropic/claude-sonnet-4-5-latest", 1_000_000, 0, 3.0),  # a suffix the map lacks is tried without
+    ("local", 10**6, 10**6, 0.0),
+    (LOCAL_MODEL_NAME, 10**6, 10**6, 0.0),
+]
+
+
+@pytest.mark.parametrize(("model", "prompt", "completion", "usd"), PRICED)
+def test_pricing_math(model: str, prompt: int, completion: int, usd: float) -> None:
+    assert pricing.cost_usd(model, prompt, completion) == pytest.approx(usd)
+    assert pricing.price_known(model)
+
+
+def test_the_embedded_model_is_priced_without_litellm() -> None:
+    code = ("import sys; from text2sql_dspy.programs.llm.pricing import cost_usd; "
+            "assert cost_usd('local', 5, 5) == 0.0; print('litellm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def test_pricing_unknown_model_is_flagged() -> None:
-    assert pricing.cost_usd("openai/gpt-4o-mini", 1000, 1000) == 0.0
-    assert not pricing.price_known("openai/gpt-4o-mini")
-    assert pricing.price_for("openai/gpt-4o-mini") is None
+    assert pricing.cost_usd("openai/no-such-model", 1000, 1000) == 0.0
+    assert not pricing.price_known("openai/no-such-model")
+    assert pricing.price_for("openai/no-such-model") is None
     with pytest.raises(ValueError):
         pricing.cost_usd("local", -1, 0)
 

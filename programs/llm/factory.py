@@ -101,13 +101,24 @@ def resolve_model_name(model: str | None = None, *, role: Role = "agent") -> str
     return _env("TEXT2SQL_MODEL") or LOCAL_MODEL
 
 
+def offline_price_map() -> None:
+    """Make LiteLLM read the price map installed with it; without this it fetches one when first imported."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def import_litellm() -> Any:
+    """LiteLLM, with :func:`offline_price_map`."""
+    offline_price_map()
+    import litellm  # noqa: PLC0415 - seconds to import; the embedded model never needs it
+
+    return litellm
+
+
 def _known_provider(provider: str) -> bool:
     if provider in _WELL_KNOWN_PROVIDERS:
         return True
-    # Keep LiteLLM offline: without this it fetches a price map over the network on import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        import litellm
+        litellm = import_litellm()
     except ImportError:  # pragma: no cover - litellm is a dspy dependency
         return False
     known = {getattr(p, "value", p) for p in getattr(litellm, "provider_list", ())}
@@ -179,7 +190,7 @@ def _build_remote(model: str, kwargs: dict[str, Any]) -> dspy.LM:
             f"Model {model!r} needs an Anthropic API key: set ANTHROPIC_API_KEY "
             "(or use TEXT2SQL_MODEL=local for the embedded model)."
         )
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # DSPy's price map: the bundled copy, no fetch
+    offline_price_map()  # before DSPy imports LiteLLM
     model, served = _served_route(model, provider, name, kwargs)
     retries = kwargs.pop("num_retries", None)
     return dspy.LM(

@@ -1,57 +1,47 @@
-"""Token prices and cost arithmetic.
+"""Token prices and cost arithmetic, read from LiteLLM's model cost map.
 
-Contract: ``PRICES`` maps a canonical model name to ``(input, output)`` USD per
-1M tokens. :func:`cost_usd` accepts any model string (``anthropic/`` or other
-provider prefixes and date suffixes such as ``-20250929`` are ignored) and
-returns ``0.0`` for unknown models; use :func:`price_known` to tell a free
-model from an unpriced one.
+Contract: :func:`price_for` gives ``(input, output)`` USD per 1M tokens for any model string LiteLLM's map
+prices (``anthropic/claude-sonnet-4-5``, ``claude-haiku-4-5-20251001``: a provider prefix, and a date or
+``-latest`` suffix the map lacks, are tried without); the embedded model costs nothing and never imports
+LiteLLM. :func:`cost_usd` returns ``0.0`` for a model the map does not price; :func:`price_known` tells a free
+model from an unpriced one. The map is the copy installed with LiteLLM (pinned in pyproject.toml), never fetched.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["PRICES", "Price", "canonical_model_name", "price_known", "price_for", "cost_usd"]
+from text2sql_dspy.programs.llm.factory import import_litellm, is_local_model
+
+__all__ = ["Price", "candidate_names", "price_known", "price_for", "cost_usd"]
 
 Price = tuple[float, float]
 
-PRICES: dict[str, Price] = {
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-opus-4-5": (15.0, 75.0),
-    "claude-haiku-3": (0.25, 1.25),
-    "qwen2.5-coder-1.5b": (0.0, 0.0),  # the embedded local model
-}
-
-_ALIASES: dict[str, str] = {
-    "local": "qwen2.5-coder-1.5b",
-    "claude-3-haiku": "claude-haiku-3",
-    "claude-sonnet-4.5": "claude-sonnet-4-5",
-    "claude-haiku-4.5": "claude-haiku-4-5",
-    "claude-opus-4.5": "claude-opus-4-5",
-}
-
-_DATE_SUFFIX = re.compile(r"(-\d{8}|-latest)$")
+_SUFFIX = re.compile(r"(-\d{8}|-latest)$")
 
 
-def canonical_model_name(model: str) -> str:
-    """Lower-case name without provider prefix or date/``-latest`` suffix."""
+def candidate_names(model: str) -> list[str]:
+    """The keys to look ``model`` up by, in order: as given, without the provider, without a date suffix."""
     name = model.strip().lower()
-    if name in _ALIASES:
-        return _ALIASES[name]
-    if "/" in name:
-        name = name.rsplit("/", 1)[1]
-    name = _DATE_SUFFIX.sub("", name)
-    return _ALIASES.get(name, name)
+    bare = name.rsplit("/", 1)[-1]
+    return list(dict.fromkeys([name, bare, _SUFFIX.sub("", bare)]))
 
 
 def price_for(model: str) -> Price | None:
     """``(input, output)`` USD per 1M tokens, or ``None`` if the model is unpriced."""
-    return PRICES.get(canonical_model_name(model))
+    if is_local_model(model):
+        return (0.0, 0.0)
+    cost_map = import_litellm().model_cost
+    for name in candidate_names(model):
+        entry = cost_map.get(name) or {}
+        prices = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        if None not in prices:
+            return (prices[0] * 1_000_000, prices[1] * 1_000_000)
+    return None
 
 
 def price_known(model: str) -> bool:
-    """True if ``model`` has an entry in the price table (the local model does, at 0)."""
+    """True if ``model`` has a price (the embedded model does, at 0)."""
     return price_for(model) is not None
 
 
