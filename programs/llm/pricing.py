@@ -13,14 +13,14 @@ import re
 
 from text2sql_dspy.programs.llm.factory import import_litellm, is_local_model
 
-__all__ = ["Price", "candidate_names", "price_known", "price_for", "cost_usd"]
+__all__ = ["Price", "price_known", "price_for", "cost_usd"]
 
 Price = tuple[float, float]
 
 _SUFFIX = re.compile(r"(-\d{8}|-latest)$")
 
 
-def candidate_names(model: str) -> list[str]:
+def _lookup_names(model: str) -> list[str]:
     """The keys to look ``model`` up by, in order: as given, without the provider, without a date suffix."""
     name = model.strip().lower()
     bare = name.rsplit("/", 1)[-1]
@@ -32,7 +32,7 @@ def price_for(model: str) -> Price | None:
     if is_local_model(model):
         return (0.0, 0.0)
     cost_map = import_litellm().model_cost
-    for name in candidate_names(model):
+    for name in _lookup_names(model):
         entry = cost_map.get(name) or {}
         prices = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
         if None not in prices:
