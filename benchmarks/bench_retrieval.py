@@ -2,7 +2,7 @@
 
 For every question of the local Spider sample (``dev.json``, ``train.json``) and, when present,
 of the bundled SaaS database (``data/{train,dev,test}.json``), the gold query's tables are taken
-from its parse (:func:`~text2sql_dspy.programs.db.tables_read.tables_read`) and compared with what each
+from its parse (:func:`~text2sql_dspy.programs.query.tables_read.tables_read`) and compared with what each
 retriever returns for the question. Printed per dataset, retriever and k:
 
 * ``recall``  — mean share of the gold tables retrieved;
@@ -41,10 +41,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from text2sql_dspy.programs.db.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
+from text2sql_dspy.programs.catalog.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
 from text2sql_dspy.programs.db.database import open_database  # noqa: E402
-from text2sql_dspy.programs.db.samples import sampled  # noqa: E402
-from text2sql_dspy.programs.db.tables_read import tables_read  # noqa: E402
+from text2sql_dspy.programs.catalog.samples import sampled  # noqa: E402
+from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     DEFAULT_KEYWORD_WEIGHT,
     KeywordRetriever,

@@ -40,7 +40,7 @@ from text2sql_dspy.optimize.report import expected_calibration_error, judge_reli
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.llm.factory import build_lm
 from text2sql_dspy.programs.llm.llama_engine import EngineStats
 from text2sql_dspy.programs.retrieval.schema_view import schema_view

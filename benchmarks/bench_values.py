@@ -31,15 +31,15 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
 from text2sql_dspy.programs.dataset import load_split
-from text2sql_dspy.programs.db import values as values_module
-from text2sql_dspy.programs.db.source import open_source
-from text2sql_dspy.programs.db.values import FEW_DISTINCT, build_value_index, render_matches, schema_words
+from text2sql_dspy.programs.catalog import values as values_module
+from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.catalog.values import FEW_DISTINCT, build_value_index, render_matches, schema_words
 from text2sql_dspy.programs.retrieval.schema_view import schema_view
 
 
 def gold_literals(sql: str, catalog) -> list[tuple[str, str, str]]:
     """(table, column, literal) for each text literal a gold query compares a column with."""
-    from text2sql_dspy.programs.db.literals import _compared, _stored_table
+    from text2sql_dspy.programs.query.literals import _compared, _stored_table
 
     try:
         tree = sqlglot.parse_one(sql, read="sqlite")

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.fakes import draft  # noqa: E402
 from tests.tiny_db import build_tiny_db  # noqa: E402
 from tests.web_fakes import FAILED_BY_USER  # noqa: E402
-from text2sql_dspy.programs.db.source import open_source  # noqa: E402
+from text2sql_dspy.programs.source import open_source  # noqa: E402
 from text2sql_dspy.programs.examples.store import ExampleStore  # noqa: E402
 from text2sql_dspy.programs.web.app import create_app, loopback_hosts  # noqa: E402
 from text2sql_dspy.programs.web.service import ServeConfig, Service  # noqa: E402

@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from text2sql_dspy.programs.db.catalog import introspect_sqlite  # noqa: E402
+from text2sql_dspy.programs.catalog.catalog import introspect_sqlite  # noqa: E402
 from text2sql_dspy.programs.db.database import SQLiteDatabase  # noqa: E402
-from text2sql_dspy.programs.db.validator import SQLValidator  # noqa: E402
+from text2sql_dspy.programs.query.validator import SQLValidator  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

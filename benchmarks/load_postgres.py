@@ -27,13 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from text2sql_dspy.programs.db.results import results_match  # noqa: E402
+from text2sql_dspy.programs.query.results import results_match  # noqa: E402
 from text2sql_dspy.programs.dataset import database_target  # noqa: E402
 from text2sql_dspy.programs.db.database import open_database  # noqa: E402
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold  # noqa: E402
-from text2sql_dspy.programs.db.introspection import introspect  # noqa: E402
+from text2sql_dspy.programs.catalog.introspection import introspect  # noqa: E402
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database  # noqa: E402
-from text2sql_dspy.programs.db.results import is_ordered  # noqa: E402
+from text2sql_dspy.programs.query.results import is_ordered  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from text2sql_dspy.optimize.evaluation import load_records
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.dataset import database_target, load_split
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 
 
 def main() -> int:

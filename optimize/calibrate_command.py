@@ -107,7 +107,7 @@ def read_answers(file: Path) -> dict[str, dict[str, Any]]:
 
 def same_rows(database: Any, query: str, reference: str) -> bool:
     """Whether ``query`` returns the rows ``reference`` does (in order when the reference orders them)."""
-    from text2sql_dspy.programs.db.results import is_ordered, results_match
+    from text2sql_dspy.programs.query.results import is_ordered, results_match
 
     if not query.strip():
         return False

@@ -20,8 +20,8 @@ import dspy
 import sqlglot
 from sqlglot import exp
 
-from text2sql_dspy.programs.db.source import open_source
-from text2sql_dspy.programs.db.tables_read import tables_read
+from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.query.tables_read import tables_read
 
 NO_DEMO_PREDICTORS = ("agent.react", "agent.extract", "judge")  # and the predictors inside them
 

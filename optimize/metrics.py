@@ -24,12 +24,12 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
-from text2sql_dspy.programs.db.results import columns_subset_match, is_ordered, results_match
+from text2sql_dspy.programs.query.results import columns_subset_match, is_ordered, results_match
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
-from text2sql_dspy.programs.db.execution_facts import facts_of
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.query.execution_facts import facts_of
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.signatures import JudgeAgainstReference, JudgeSQL
 
 DEFAULT_THRESHOLD = 0.7

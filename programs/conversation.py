@@ -15,15 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.cache import default_cache_dir
-
-if TYPE_CHECKING:
-    from text2sql_dspy.programs.agents.base import Text2SQLProgram
 
 MAX_TURNS = 3
 MAX_HISTORY_CHARS = 1500  # about 400 tokens: the oldest turns go first
@@ -99,10 +96,16 @@ def joined_question(question: str, turns: Iterable[Turn]) -> str:
     return " / ".join([*(t.question for t in list(turns)[-MAX_TURNS:]), question])
 
 
+class Answers(Protocol):
+    """What a conversation asks: a program's ``run`` (:class:`~.agents.base.Text2SQLProgram`)."""
+
+    def run(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None) -> Answer: ...
+
+
 class Conversation:
     """A thread of questions over one database: each ``ask`` sees the turns before it."""
 
-    def __init__(self, program: Text2SQLProgram, db_path: Path | str | None = None, *, max_turns: int = MAX_TURNS):
+    def __init__(self, program: Answers, db_path: Path | str | None = None, *, max_turns: int = MAX_TURNS):
         self.program = program
         self.db_path = db_path
         self.max_turns = max_turns

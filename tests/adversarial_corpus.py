@@ -32,11 +32,11 @@ from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import Tools
-from text2sql_dspy.programs.db.catalog import introspect_sqlite
+from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import Database, open_database
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
-from text2sql_dspy.programs.db.source import DataSource, open_source
-from text2sql_dspy.programs.db.validator import SQLValidator
+from text2sql_dspy.programs.source import DataSource, open_source
+from text2sql_dspy.programs.query.validator import SQLValidator
 
 Expect = Literal["refuse", "reject", "harmless"]
 Target = tuple[str, str, str]  # table, first column, second column

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.store import ExampleStore
 
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from text2sql_dspy.programs.agents.react import ReActAgent
 from text2sql_dspy.programs.bundled import ensure_bundled_database
-from text2sql_dspy.programs.db.reply import clean_sql
-from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.validator import ValidationResult
 from tests.adversarial_corpus import (
     CASE_BOUND_S,
     Arena,

@@ -20,9 +20,9 @@ from text2sql_dspy.programs.agents.tools import combined_confidence
 from text2sql_dspy.programs.agents.react import DEFAULT_REPAIR_STEPS, ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.bundled import BUNDLED_SCHEMAS
-from text2sql_dspy.programs.db.describe import describe_query
+from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.errors import QuestionError
-from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
 from tests.fakes import (
     BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, tools_used, verdict,
@@ -376,7 +376,7 @@ def test_confidence_formula_and_caps(agent_conf: float, ok: bool, judge: float |
 
 
 def test_judge_loop_prevention_rule(tiny_db: Path, tiny_schemas: Path) -> None:
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
 
     state = AgentState("q", open_source(tiny_db, tiny_schemas), Limits(max_judge_calls=3))
     assert not state.judge_should_stop()

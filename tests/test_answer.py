@@ -105,7 +105,7 @@ def test_ask_prints_both_readings_and_pick_stores_the_one_chosen(tiny_db: Path, 
     import dspy
 
     from text2sql_dspy.cli import main
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
     store = tmp_path / "examples.sqlite"

@@ -17,7 +17,7 @@ from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.calibration import (
     MIN_ANSWERS, Calibration, consistency, fit, load_calibration, save_calibration, signals, sure_threshold,
 )
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.store import ExampleStore
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.programs.db.catalog import Column, Table, introspect_sqlite, load_schema_dir, load_spider_tables
-from text2sql_dspy.programs.db.introspection import referenced_first
+from text2sql_dspy.programs.catalog.catalog import Column, Table, introspect_sqlite, load_schema_dir, load_spider_tables
+from text2sql_dspy.programs.catalog.introspection import referenced_first
 from text2sql_dspy.programs.errors import SchemaFileError
-from text2sql_dspy.programs.db.source import check_agreement, open_source
+from text2sql_dspy.programs.source import check_agreement, open_source
 
 
 def test_introspection_reads_keys_and_foreign_keys(tiny_db: Path) -> None:

@@ -106,7 +106,7 @@ def test_chat_in_a_real_terminal(tiny_db: Path, tmp_path: Path) -> None:
 def test_ask_continue_save_stores_the_follow_up_as_a_question_that_stands_alone(
     tiny_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
     store = tmp_path / "examples.sqlite"

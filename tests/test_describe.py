@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from text2sql_dspy.programs.db.describe import describe_query
+from text2sql_dspy.programs.query.describe import describe_query
 
 
 @pytest.mark.parametrize(

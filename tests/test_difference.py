@@ -1,10 +1,10 @@
-"""How two readings differ, in words, read off their syntax trees (programs/db/difference.py): a table of cases."""
+"""How two readings differ, in words, read off their syntax trees (programs/query/difference.py): a table of cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from text2sql_dspy.programs.db.difference import differences
+from text2sql_dspy.programs.query.difference import differences
 
 
 @pytest.mark.parametrize(("a", "b", "only_a", "only_b"), [

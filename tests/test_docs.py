@@ -13,11 +13,12 @@ from dspy.utils import DummyLM
 
 from tests.fakes import draft
 from text2sql_dspy.cli import main
-from text2sql_dspy.programs.db.catalog import introspect_sqlite
-from text2sql_dspy.programs.db.docs import Docs, apply_docs, combined, described, load_docs, one_line, with_docs
-from text2sql_dspy.programs.db.docs_bird import bird_rows, clean_text
-from text2sql_dspy.programs.db.docs_dbt import dbt_docs
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
+from text2sql_dspy.programs.catalog.docs import Docs, described, one_line
+from text2sql_dspy.programs.catalog.documentation import apply_docs, combined, load_docs, with_docs
+from text2sql_dspy.programs.catalog.docs_bird import bird_rows, clean_text
+from text2sql_dspy.programs.catalog.docs_dbt import dbt_docs
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.errors import SchemaFileError
 
 HEADER = b"original_column_name,column_name,column_description,data_format,value_description\r\n"

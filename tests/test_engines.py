@@ -21,7 +21,7 @@ from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.database import open_database
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
 from text2sql_dspy.programs.db.engines import RoleCanWriteWarning
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 from text2sql_dspy.programs.errors import DatabaseError
 from tests.adversarial_corpus import engine_checksum, obeying_lm
@@ -270,7 +270,7 @@ def test_a_function_the_engine_marks_volatile_is_refused(postgres: Server) -> No
     database = open_database(postgres.reader_url("spider_like"))
     assert "forget_singers" in database.refused_functions and "random" not in database.refused_functions
     source = open_source(postgres.reader_url("spider_like"))
-    from text2sql_dspy.programs.db.validator import SQLValidator
+    from text2sql_dspy.programs.query.validator import SQLValidator
 
     result = SQLValidator(source.catalog, database, dialect="postgres").validate("SELECT forget_singers()")
     assert result.dangerous and "forget_singers" in result.errors[0]

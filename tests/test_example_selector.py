@@ -12,7 +12,7 @@ from dspy.utils.dummies import DummyLM
 from text2sql_dspy.optimize.compile_command import main as compile_main
 from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.selector import (
     PAIRS_GUIDE, PAIRS_HEADER, ExampleSelector, mask_question, render_pairs, with_notes,

@@ -18,8 +18,8 @@ from tests.fakes import BAD_SQL, GOOD_SQL
 from tests.store_worker import pair
 from tests.tiny_db import build_tiny_db, write_spider_folder
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.db.catalog import introspect_sqlite
-from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
+from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.examples.checks import STATIC_ONLY
 from text2sql_dspy.programs.examples.store import (
     ExampleError, ExampleStore, StoredExample, database_key, default_store_path,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from text2sql_dspy.optimize.metrics import compare_execution
-from text2sql_dspy.programs.db.results import columns_subset_match, results_match
+from text2sql_dspy.programs.query.results import columns_subset_match, results_match
 from text2sql_dspy.programs.db.database import QueryResult
 
 GOLD = "SELECT u.email, count(*) AS n FROM login_attempts a JOIN users u ON u.id = a.user_id WHERE a.success = 0 GROUP BY u.email"

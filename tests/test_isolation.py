@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from text2sql_dspy.programs.cache import default_cache_dir
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
 from tests.conftest import USER_CACHE_DIR, USER_STORE_PATH
 

@@ -12,7 +12,7 @@ from dspy.utils import DummyLM
 from tests.fakes import BAD_SQL, GOOD_SQL, draft
 from tests.tiny_db import write_spider_folder
 from text2sql_dspy.cli import EXIT_USER_ERROR, main
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.commands import EXAMPLES, LEARN, PARTIAL_IMPORT
 from text2sql_dspy.programs.examples.store import ExampleStore
 

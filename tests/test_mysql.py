@@ -24,7 +24,7 @@ from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.database import open_database
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
 from text2sql_dspy.programs.db.engines import RoleCanWriteWarning, mysql_grants_can_write
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 from text2sql_dspy.programs.errors import DatabaseError
 from tests.adversarial_corpus import engine_checksum, obeying_lm
@@ -161,7 +161,7 @@ def test_a_stored_function_is_refused_as_it_may_write(mariadb: Server) -> None:
     finally:
         mariadb.sql(None, "REVOKE EXECUTE ON FUNCTION spider_like.forget_singers FROM 'reader'@'localhost'")
     assert {"forget_singers", "sleep", "load_file"} <= database.refused_functions
-    from text2sql_dspy.programs.db.validator import SQLValidator
+    from text2sql_dspy.programs.query.validator import SQLValidator
 
     catalog = open_source(mariadb.reader_url("spider_like")).catalog
     result = SQLValidator(catalog, database, dialect="mysql").validate("SELECT forget_singers()")

@@ -13,7 +13,7 @@ from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize.compile_command import main as optimize_main
 from text2sql_dspy.optimize.demos import compact_reflections, keep_tables
-from text2sql_dspy.programs.db.tables_read import tables_read
+from text2sql_dspy.programs.query.tables_read import tables_read
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
 from text2sql_dspy.optimize.trace_audit import TraceAudit

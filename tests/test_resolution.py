@@ -7,11 +7,11 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from text2sql_dspy.programs.db.catalog import Catalog, Column, Table
-from text2sql_dspy.programs.db.catalog_schema import CatalogSchema
-from text2sql_dspy.programs.db.findings import Findings
-from text2sql_dspy.programs.db.names import did_you_mean, normalize_names, written
-from text2sql_dspy.programs.db.resolution import check_names
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
+from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.findings import Findings
+from text2sql_dspy.programs.query.names import did_you_mean, normalize_names, written
+from text2sql_dspy.programs.query.resolution import check_names
 
 CATALOG = Catalog(
     db_id="shop",

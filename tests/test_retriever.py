@@ -9,7 +9,7 @@ import pytest
 
 from text2sql_dspy.programs.retrieval import embedder as embedder_module
 from text2sql_dspy.programs.retrieval import retriever as retriever_module
-from text2sql_dspy.programs.db.catalog import Catalog, Column, Table
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.retrieval.embedder import load_embedder
 from text2sql_dspy.programs.retrieval.retriever import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 from text2sql_dspy.programs.retrieval.schema_view import estimated_tokens, schema_view
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from text2sql_dspy.programs.db.tables_read import tables_read
+from text2sql_dspy.programs.query.tables_read import tables_read
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.programs.db.catalog import introspect_sqlite
+from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import SQLiteDatabase
-from text2sql_dspy.programs.db.query_warnings import keys_shown
-from text2sql_dspy.programs.db.reply import clean_sql
-from text2sql_dspy.programs.db.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult
+from text2sql_dspy.programs.query.query_warnings import keys_shown
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult
 
 DDL = """
 CREATE TABLE organizations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT);

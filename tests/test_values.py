@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from text2sql_dspy.programs.db import values as values_module
-from text2sql_dspy.programs.db.literals import literal_findings
-from text2sql_dspy.programs.db.names import normalize_names
-from text2sql_dspy.programs.db.requalify import requalified
-from text2sql_dspy.programs.db.source import open_source
-from text2sql_dspy.programs.db.values import (
+from text2sql_dspy.programs.catalog import values as values_module
+from text2sql_dspy.programs.query.literals import literal_findings
+from text2sql_dspy.programs.query.names import normalize_names
+from text2sql_dspy.programs.query.requalify import requalified
+from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.catalog.values import (
     ColumnValues, ValueIndex, _plural_and_singular, normalise, render_matches, schema_words, value_index,
 )
 

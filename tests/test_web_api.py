@@ -12,7 +12,7 @@ from dspy.utils import DummyLM
 
 from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.calibration import Calibration, save_calibration
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.web.service import Service
 from tests.fakes import draft, logprob_lm, scripted_draft, scripted_verdict

@@ -149,7 +149,7 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
     WebDriverWait(browser, 30).until(lambda d: "saved" in d.find_element(By.ID, "history").text)
 
     from text2sql_dspy import bundled_database
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
     source = open_source(bundled_database())
@@ -247,7 +247,7 @@ def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripte
         lambda d: first.find_element(By.CSS_SELECTOR, ".teach-status").text.startswith("Saved as example #")
     )
 
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
     pairs = ExampleStore(store_path).examples(open_source(str(store_path.parent / "hostile.sqlite")), kind="pair")
@@ -284,7 +284,7 @@ def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_ser
     assert "picked" in readings[1].get_attribute("class")
     assert not readings[0].find_element(By.CSS_SELECTOR, "button.pick").is_enabled()
 
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
     pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
@@ -336,7 +336,7 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
         lambda d: (t := second.find_element(By.CSS_SELECTOR, ".teach-status").text).startswith("Saved") and t)
     assert f'stands alone: "{STANDS_ALONE}"' in status
 
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
 
     pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
-from text2sql_dspy.programs.db.source import open_source
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.web import service as web_service
 from text2sql_dspy.programs.web.service import ServeConfig, Service

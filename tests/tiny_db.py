@@ -64,7 +64,7 @@ def build_tiny_db(folder: Path) -> Path:
 
 def write_schema_dir(folder: Path, db_path: Path) -> Path:
     """Per-table YAML files describing the tiny database, as ``schemas/`` holds them."""
-    from text2sql_dspy.programs.db.catalog import introspect_sqlite
+    from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 
     schema_dir = folder / "tiny_schemas"
     schema_dir.mkdir()

@@ -28,8 +28,8 @@ from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import (
     DEFAULT_FACTS_BUDGET, DEFAULT_SCHEMA_BUDGET, SchemaView, estimated_tokens, schema_view,
 )
-from text2sql_dspy.programs.db.source import DataSource, open_source
-from text2sql_dspy.programs.db.values import render_matches, schema_words, value_index
+from text2sql_dspy.programs.source import DataSource, open_source
+from text2sql_dspy.programs.catalog.values import render_matches, schema_words, value_index
 from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path

@@ -9,8 +9,8 @@ import dspy
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.answer import Reading
-from text2sql_dspy.programs.db.describe import describe_query
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.query.describe import describe_query
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL
 
 

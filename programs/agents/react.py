@@ -34,13 +34,13 @@ from text2sql_dspy.programs.agents.repair import RepairAgent, step_limit_reached
 from text2sql_dspy.programs.agents.state import AgentState, Limits
 from text2sql_dspy.programs.agents.tools import Tools, combined_confidence
 from text2sql_dspy.programs.agents.trajectory import call_step, reasoning_steps
-from text2sql_dspy.programs.db.describe import describe_query
-from text2sql_dspy.programs.db.difference import differences
-from text2sql_dspy.programs.db.literals import MISSING_VALUE
-from text2sql_dspy.programs.db.query_warnings import SHOWS_KEY
-from text2sql_dspy.programs.db.results import same_result
-from text2sql_dspy.programs.db.source import DataSource
-from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.programs.query.describe import describe_query
+from text2sql_dspy.programs.query.difference import differences
+from text2sql_dspy.programs.query.literals import MISSING_VALUE
+from text2sql_dspy.programs.query.query_warnings import SHOWS_KEY
+from text2sql_dspy.programs.query.results import same_result
+from text2sql_dspy.programs.source import DataSource
+from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.signatures import DraftSQL, JudgeSQL, LLMJudgeOutput
 

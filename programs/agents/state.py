@@ -13,9 +13,9 @@ from functools import cached_property
 from typing import Any
 
 from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.db.execution_facts import ExecutionFacts, facts_of
-from text2sql_dspy.programs.db.source import DataSource
-from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.programs.query.execution_facts import ExecutionFacts, facts_of
+from text2sql_dspy.programs.source import DataSource
+from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.retrieval.retriever import TableRetriever, make_retriever
 from text2sql_dspy.signatures import LLMJudgeOutput

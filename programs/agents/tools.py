@@ -15,10 +15,10 @@ import dspy
 
 from text2sql_dspy.programs.agents.state import AgentState
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
-from text2sql_dspy.programs.db.describe import describe_query
-from text2sql_dspy.programs.db.query_warnings import keys_shown
-from text2sql_dspy.programs.db.reply import clean_sql
-from text2sql_dspy.programs.db.validator import ValidationResult
+from text2sql_dspy.programs.query.describe import describe_query
+from text2sql_dspy.programs.query.query_warnings import keys_shown
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.retrieval.retriever import render_hits
 from text2sql_dspy.signatures import LLMJudgeOutput

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from text2sql_dspy.programs.db.address import DatabaseAddress, parse_address
-from text2sql_dspy.programs.db.catalog import connect_readonly
+from text2sql_dspy.programs.catalog.catalog import connect_readonly
 from text2sql_dspy.programs.db.engines import open_engine_database
 from text2sql_dspy.programs.db.query_result import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
 

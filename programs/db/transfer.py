@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.db.address import parse_address
-from text2sql_dspy.programs.db.catalog import Catalog, connect_readonly, introspect_sqlite
+from text2sql_dspy.programs.catalog.catalog import Catalog, connect_readonly, introspect_sqlite
 from text2sql_dspy.programs.errors import DatabaseError
 
 _INTEGER_WORDS = ("INT",)

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from text2sql_dspy.programs.question import check_question
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError, QuestionError
 
 RUN_TIMEOUT_S = 30.0

@@ -21,7 +21,7 @@ from dataclasses import asdict
 
 from text2sql_dspy.programs.command import Command, positive_int
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.identity import KEY_DIGITS, database_key
 from text2sql_dspy.programs.examples.imports import ImportReport
@@ -124,7 +124,7 @@ def print_listing(store: ExampleStore, source: DataSource, kind: str | None) -> 
 def store_source(args: argparse.Namespace) -> DataSource:
     """The database named by ``--db``/``--schema``, else the bundled one (as ``ask`` picks it)."""
     from text2sql_dspy.programs.bundled import ensure_bundled_database
-    from text2sql_dspy.programs.db.source import open_source
+    from text2sql_dspy.programs.source import open_source
 
     return open_source(args.db or ensure_bundled_database(), args.schema)
 

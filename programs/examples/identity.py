@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-from text2sql_dspy.programs.db.catalog import Catalog
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.source import DataSource
 
 KEY_DIGITS = 16
 _TRAILING = " \t?.!;:"

@@ -23,7 +23,7 @@ from sqlglot import ErrorLevel
 from sqlglot.errors import SqlglotError
 from tqdm.auto import tqdm
 
-from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.identity import database_key
 

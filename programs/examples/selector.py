@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.examples.identity import database_key, normalise_question
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from text2sql_dspy.programs.retrieval.embedder import encode_texts

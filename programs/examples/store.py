@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from text2sql_dspy.programs.cache import default_cache_dir
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.checks import verify_note, verify_pair
 from text2sql_dspy.programs.examples.identity import database_key, normalise_question

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from text2sql_dspy.programs.db.catalog import Catalog, Table
+from text2sql_dspy.programs.catalog.catalog import Catalog, Table
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.retrieval.embedder import encode_texts, load_embedder
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens", "schema_view"]

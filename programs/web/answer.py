@@ -15,7 +15,7 @@ from sqlglot.errors import SqlglotError
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.programs.answer import Answer, json_value
 from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.db.source import DataSource
+from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.web.chart import Chart, choose_chart
 
 MAX_ROWS = 1000  # rows fetched for the table, the chart and the CSV

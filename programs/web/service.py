@@ -28,7 +28,7 @@ from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.registry import PROGRAMS, compiled_store, make_program, metadata_path
 from text2sql_dspy.programs.conversation import MAX_TURNS, Turn, standalone_question
 from text2sql_dspy.programs.db.address import parse_address
-from text2sql_dspy.programs.db.source import DataSource, open_source
+from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.progress import listen
@@ -51,7 +51,7 @@ class ServeConfig:
     port: int = 8000
     token: str | None = None
     examples_path: Path | None = None
-    docs: Path | None = None  # column and table descriptions (:func:`~..db.docs.load_docs`) for every database
+    docs: Path | None = None  # column and table descriptions (:func:`~..catalog.documentation.load_docs`) for every database
     max_waiting: int = 8
     timeout_s: float = 180.0
     max_body_bytes: int = 64 * 1024

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from text2sql_dspy.programs.db.docs import Docs, described, name_key
+from text2sql_dspy.programs.catalog.docs import Docs, described, name_key
 from text2sql_dspy.programs.errors import SchemaFileError
 
 NODE_KEYS = ("models", "seeds", "snapshots")

@@ -9,17 +9,17 @@ from functools import cached_property
 from pathlib import Path
 
 from text2sql_dspy.programs.db.address import parse_address
-from text2sql_dspy.programs.db.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
+from text2sql_dspy.programs.catalog.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
 from text2sql_dspy.programs.db.database import Database, open_database
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
-from text2sql_dspy.programs.db.docs import docs_beside, load_docs, with_docs
-from text2sql_dspy.programs.db.introspection import introspect
+from text2sql_dspy.programs.catalog.documentation import docs_beside, load_docs, with_docs
+from text2sql_dspy.programs.catalog.introspection import introspect
 from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
-from text2sql_dspy.programs.db.requalify import requalified
-from text2sql_dspy.programs.db.samples import sampled
-from text2sql_dspy.programs.db.validator import SQLValidator
-from text2sql_dspy.programs.db.values import value_index
+from text2sql_dspy.programs.query.requalify import requalified
+from text2sql_dspy.programs.catalog.samples import sampled
+from text2sql_dspy.programs.query.validator import SQLValidator
+from text2sql_dspy.programs.catalog.values import value_index
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def open_source(
     the database lacks raises :class:`SchemaFileError`. With no ``db_path``, the schema folder
     alone describes the data (the bundled schemas find their bundled database).
 
-    ``docs`` (:func:`~.docs.load_docs`: BIRD's ``database_description/``, dbt's ``schema.yml``) adds column
+    ``docs`` (:func:`~.catalog.documentation.load_docs`: BIRD's ``database_description/``, dbt's ``schema.yml``) adds column
     and table descriptions; a SQLite file with a ``database_description/`` folder beside it (a BIRD
     download) gets that folder's without being asked.
     """

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 
-from text2sql_dspy.programs.db.catalog import Catalog
-from text2sql_dspy.programs.db.values import ValueIndex
+from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.catalog.values import ValueIndex
 
 __all__ = ["MISSING_VALUE", "literal_findings"]
 

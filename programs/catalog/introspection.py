@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from text2sql_dspy.programs.db.catalog import Catalog, Column, Table, introspect_sqlite
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table, introspect_sqlite
 
 SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast"})
 MYSQL_SYSTEM_SCHEMAS = frozenset({"information_schema", "mysql", "performance_schema", "sys"})

@@ -32,12 +32,12 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from text2sql_dspy.programs.db.catalog import Catalog
-from text2sql_dspy.programs.db.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.db.database import Database
-from text2sql_dspy.programs.db.findings import Findings
-from text2sql_dspy.programs.db.literals import literal_findings
-from text2sql_dspy.programs.db.names import normalize_names
+from text2sql_dspy.programs.query.findings import Findings
+from text2sql_dspy.programs.query.literals import literal_findings
+from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.db.policy import (
     DANGEROUS_FUNCTIONS,
     READ_ONLY_HINT,
@@ -47,10 +47,10 @@ from text2sql_dspy.programs.db.policy import (
     statement_keywords,
     statement_label,
 )
-from text2sql_dspy.programs.db.query_warnings import style_warnings
-from text2sql_dspy.programs.db.reply import clean_sql
-from text2sql_dspy.programs.db.resolution import check_names
-from text2sql_dspy.programs.db.values import ValueIndex
+from text2sql_dspy.programs.query.query_warnings import style_warnings
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.resolution import check_names
+from text2sql_dspy.programs.catalog.values import ValueIndex
 
 __all__ = ["ValidationResult", "SQLValidator", "MAX_QUERY_CHARS", "MAX_TOKENS", "MAX_NESTING"]
 

@@ -30,7 +30,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from text2sql_dspy.programs.db.catalog import Catalog, Table
+from text2sql_dspy.programs.catalog.catalog import Catalog, Table
 
 __all__ = ["requalified"]
 

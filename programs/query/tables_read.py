@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from text2sql_dspy.programs.db.names import normalize_names
+from text2sql_dspy.programs.query.names import normalize_names
 
 __all__ = ["DEFAULT_SCHEMAS", "scope_sources", "stored_tables", "table_sources", "tables_read"]
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from text2sql_dspy.programs.db.catalog_schema import CatalogSchema
-from text2sql_dspy.programs.db.findings import Findings
-from text2sql_dspy.programs.db.names import did_you_mean, written
+from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.findings import Findings
+from text2sql_dspy.programs.query.names import did_you_mean, written
 
 __all__ = ["NameMessages"]
 

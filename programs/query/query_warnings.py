@@ -13,8 +13,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import walk_in_scope
 
-from text2sql_dspy.programs.db.catalog import Catalog
-from text2sql_dspy.programs.db.names import written
+from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.query.names import written
 
 __all__ = ["SHOWS_KEY", "key_warnings", "keys_shown", "style_warnings"]
 

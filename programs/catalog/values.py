@@ -32,8 +32,8 @@ from rapidfuzz import fuzz, process
 from tqdm import tqdm
 
 from text2sql_dspy.programs.cache import default_cache_dir
-from text2sql_dspy.programs.db.catalog import Catalog, Column
-from text2sql_dspy.programs.db.samples import distinct_query
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column
+from text2sql_dspy.programs.catalog.samples import distinct_query
 
 __all__ = [
     "ColumnValues", "ValueIndex", "ValueMatch", "build_value_index", "indexed_columns", "normalise", "render_matches",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from text2sql_dspy.programs.db.names import normalize_names, written
-from text2sql_dspy.programs.db.tables_read import stored_tables
+from text2sql_dspy.programs.query.names import normalize_names, written
+from text2sql_dspy.programs.query.tables_read import stored_tables
 
 __all__ = ["describe_query"]
 

@@ -18,7 +18,7 @@ import io
 import re
 from pathlib import Path
 
-from text2sql_dspy.programs.db.docs import Docs, described, name_key, one_line
+from text2sql_dspy.programs.catalog.docs import Docs, described, name_key, one_line
 from text2sql_dspy.programs.errors import SchemaFileError
 
 FIELDS = ("original_column_name", "column_name", "column_description", "data_format", "value_description")

@@ -23,11 +23,11 @@ from sqlglot import exp
 from sqlglot.optimizer.resolver import Resolver
 from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 
-from text2sql_dspy.programs.db.catalog_schema import CatalogSchema
-from text2sql_dspy.programs.db.findings import Findings
-from text2sql_dspy.programs.db.name_messages import NameMessages
-from text2sql_dspy.programs.db.names import written
-from text2sql_dspy.programs.db.tables_read import scope_sources, table_sources
+from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.findings import Findings
+from text2sql_dspy.programs.query.name_messages import NameMessages
+from text2sql_dspy.programs.query.names import written
+from text2sql_dspy.programs.query.tables_read import scope_sources, table_sources
 
 __all__ = ["check_names"]
 

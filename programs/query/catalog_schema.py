@@ -12,8 +12,8 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.schema import MappingSchema
 
-from text2sql_dspy.programs.db.catalog import Catalog
-from text2sql_dspy.programs.db.tables_read import DEFAULT_SCHEMAS
+from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.query.tables_read import DEFAULT_SCHEMAS
 
 __all__ = ["CatalogSchema", "SYSTEM_COLUMNS"]
 

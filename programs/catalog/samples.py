@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from text2sql_dspy.programs.db.catalog import Catalog, Column
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column
 
 SCAN_ROWS = 1_000
 _NUMERIC_WORDS = ("INT", "NUMERIC", "DECIMAL", "REAL", "DOUBLE", "FLOAT")
