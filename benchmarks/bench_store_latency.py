@@ -56,8 +56,9 @@ def main() -> None:
     for i, (full, plain) in enumerate(zip(full_questions, plain_questions, strict=True)):
         order = [("full", full), ("plain", plain)]
         for name, example in order if i % 2 == 0 else order[::-1]:
-            fields = programs[name].fields(example.question, example.db_path)
-            rows.append({"index": i, "program": name, **{k: fields.get(k) for k in KEPT}})
+            answer = programs[name].run(example.question, example.db_path)
+            rows.append({"index": i, "program": name, "sql": answer.sql, "latency_s": answer.metrics.latency_s,
+                         "lm_calls": answer.metrics.lm_calls, "prompt_tokens": answer.metrics.prompt_tokens})
         shown = {r["program"]: r for r in rows[-2:]}
         print(f"{i + 1:3d}  full {shown['full']['latency_s']:6.1f} s ({shown['full']['lm_calls']} calls)  "
               f"plain {shown['plain']['latency_s']:6.1f} s ({shown['plain']['lm_calls']} calls)", flush=True)

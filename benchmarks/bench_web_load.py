@@ -69,7 +69,7 @@ def client(base: str, i: int, timeout: float) -> dict[str, Any]:
     status, body, headers, seconds = post(f"{base}/api/ask", {"question": question}, timeout)
     outcome = {"ask": status, "ask_s": seconds, "retry_after": headers.get("Retry-After")}
     if status == 200:
-        saved, pair, _, save_s = post(f"{base}/api/examples", {"question": question, "sql": body["query"], "job": body["job"]},
+        saved, pair, _, save_s = post(f"{base}/api/examples", {"question": question, "sql": body["sql"], "job": body["job"]},
                                       timeout)
         outcome.update(save=saved, save_s=save_s, saved_id=pair.get("id"), question=question)
     return outcome

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.command import Command, positive_int
 
 
@@ -60,12 +61,10 @@ def calibrate(args: argparse.Namespace) -> int:
     kept.parent.mkdir(parents=True, exist_ok=True)
     done = read_answers(kept)
     for pair in tqdm([p for p in pairs if answer_key(p) not in done], desc="calibrating", unit="pair"):
-        fields = program.fields(pair.question, db_path)
-        done[answer_key(pair)] = record = {  # scored below, with the others, on the data as it is then
-            "key": answer_key(pair), **{k: fields[k] for k in SIGNAL_FIELDS if fields.get(k) is not None}}
+        done[answer_key(pair)] = answer = program.run(pair.question, db_path)  # scored below, on the data as it is then
         with kept.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record, default=str) + "\n")
-    answers = [(done[answer_key(p)], same_rows(source.database, done[answer_key(p)].get("query") or "", p.sql))
+            out.write(json.dumps({"key": answer_key(pair), "answer": answer.model_dump(mode="json")}) + "\n")
+    answers = [(done[answer_key(p)], same_rows(source.database, done[answer_key(p)].sql, p.sql))
                for p in pairs]  # scored on the data as it is now, which may have changed since it was answered
     calibration = fit(answers, model)
     if calibration is None:
@@ -79,10 +78,6 @@ def calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-SIGNAL_FIELDS = ("query", "judge_score", "confidence", "raw_confidence", "agreement", "candidates", "valid",
-                 "fallback_reason", "lm_calls")  # what :func:`~..calibration.signals` reads, kept per answer
-
-
 def answer_key(pair: Any) -> str:
     """A kept answer stands for its pair while the pair's question and SQL are unchanged."""
     return f"{pair.id}|{pair.question}|{pair.sql}"
@@ -92,14 +87,14 @@ def answers_file(calibration: Path) -> Path:
     return calibration.with_suffix(".answers.jsonl")
 
 
-def read_answers(file: Path) -> dict[str, dict[str, Any]]:
-    """The answers kept so far; a line cut short by a killed run is skipped."""
+def read_answers(file: Path) -> dict[str, Answer]:
+    """The answers kept so far; a line cut short by a killed run, or kept in an older form, is skipped."""
     done = {}
     if file.is_file():
         for line in file.read_text(encoding="utf-8").splitlines():
             try:
                 record = json.loads(line)
-                done[record["key"]] = record
+                done[record["key"]] = Answer.model_validate(record["answer"])
             except (ValueError, KeyError, TypeError):
                 continue
     return done

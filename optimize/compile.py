@@ -24,7 +24,7 @@ import dspy
 from dspy.teleprompt.gepa.instruction_proposal import InstructionProposer
 
 from text2sql_dspy.optimize.demos import compact_demos, compact_reflections, with_gold_draft
-from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric
+from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric, predicted_sql
 from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.errors import ConfigurationError
@@ -190,7 +190,7 @@ def score_on(program: dspy.Module, examples: list, metric: Metric, threads: int,
     result = evaluator(program)
     graded = [(ex, pred) for ex, pred, _ in result.results if ex.get("gold_sql")]
     correct = [
-        pred is not None and compare_execution(str(pred.get("query") or ""), ex.gold_sql, ex.db_path).match
+        pred is not None and compare_execution(predicted_sql(pred), ex.gold_sql, ex.db_path).match
         for ex, pred in graded
     ]
     return {

@@ -23,7 +23,7 @@ from sqlglot import exp
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.query.tables_read import tables_read
 
-NO_DEMO_PREDICTORS = ("agent.react", "agent.extract", "judge")  # and the predictors inside them
+NO_DEMO_PREDICTORS = ("repair.react", "repair.extract", "judge")  # and the predictors inside them
 
 
 def compact_demos(program: dspy.Module) -> dict[str, int]:

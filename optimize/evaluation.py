@@ -26,6 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, Command, positive_int
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
@@ -186,24 +187,28 @@ def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool
     if hint:
         record["hint"] = hint
     try:
-        pred = program(question=example.question, db_path=example.db_path, hint=hint, history=history)
-        fields = {k: v for k, v in pred.items() if k != "reasoning_steps"}
-        record.update(fields)
-        steps = pred.get("reasoning_steps") or []
-        record["steps"] = len(steps)
-        record["tools"] = [step["tool"] for step in steps]  # the agent's path, for diagnosis
+        answer = program(question=example.question, db_path=example.db_path, hint=hint, history=history).answer
+        record.update(answer.model_dump(mode="json"))
     except Exception as exc:  # one failing question must not abort the run
         from text2sql_dspy.programs.llm.service_errors import describe_lm_failure
 
         service = describe_lm_failure(exc)
-        record.update(query="", error=service or f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+        record.update(sql="", status="failed", error=service or f"{type(exc).__name__}: {exc}",
+                      traceback=traceback.format_exc(limit=3))
         if service is not None:
             record["service_failure"] = True  # not an answer: the rerun asks again
-    record.update(scored(record.get("query") or "", example))
+    record.update(scored(record.get("sql") or "", example))
     alternatives = record.get("alternatives") or []
     if len(alternatives) >= 2:  # an unsure answer: is either of the readings it shows right?
-        record["alternatives_correct"] = [compare_reading(sql, example) for sql in alternatives]
+        record["alternatives_correct"] = [compare_reading(reading["sql"], example) for reading in alternatives]
     return record
+
+
+def answer_of(record: dict[str, Any]) -> Answer | None:
+    """The :class:`~..programs.answer.Answer` a record holds (its own fields), or None for a failed question."""
+    if record.get("error") or "status" not in record:
+        return None
+    return Answer.model_validate({key: record[key] for key in Answer.model_fields if key in record})
 
 
 def compare_reading(query: str, example: Any) -> bool:
@@ -215,7 +220,6 @@ def compare_reading(query: str, example: Any) -> bool:
 def _answer_conversations(program: Any, spec: str, examples: list, done: dict, evidence: bool = False):
     """Yield a record per turn not yet answered, each conversation's turns in order, each with the program's own
     earlier answers in that conversation as its history (answers kept from an earlier run included)."""
-    from text2sql_dspy.programs.answer import Answer
     from text2sql_dspy.programs.conversation import Turn
 
     todo = sum(1 for i in range(len(examples)) if (spec, i) not in done)
@@ -229,8 +233,9 @@ def _answer_conversations(program: Any, spec: str, examples: list, done: dict, e
                 record = answer_one(program, spec, index, example, evidence, history=list(turns))
                 bar.update()
                 yield record
-            if record.get("query"):
-                turns.append(Turn.of(Answer.from_fields(example.question, record)))
+            answer = answer_of(record)
+            if answer is not None and answer.sql:
+                turns.append(Turn.of(answer))
     finally:
         bar.close()
 
@@ -271,7 +276,7 @@ def _rescore_stale(done: dict[tuple[str, int], dict[str, Any]], examples: list, 
     changed = []
     for index, record in stale:
         before = record.get("correct")
-        record.update(scored(record.get("query") or "", examples[index]))
+        record.update(scored(record.get("sql") or "", examples[index]))
         if before != record["correct"]:
             changed.append(f"{record['program']} #{index}: {before} -> {record['correct']}")
     records_file.write_text("".join(json.dumps(r, default=str) + "\n" for r in done.values()), encoding="utf-8")

@@ -88,8 +88,10 @@ def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionCo
 COMPARISON_VERSION = 2
 
 
-def _pred_sql(pred: Any) -> str:
-    value = pred.get("query") if hasattr(pred, "get") else getattr(pred, "query", "")
+def predicted_sql(pred: Any) -> str:
+    """The query a program's prediction answers with (``pred.answer.sql``); "" for none."""
+    answer = pred.get("answer") if hasattr(pred, "get") else getattr(pred, "answer", None)
+    value = getattr(answer, "sql", "")
     return value if isinstance(value, str) else ""
 
 
@@ -116,7 +118,7 @@ Scorer = Callable[[Any, Any], Score]
 
 def score_execution(example: Any, pred: Any) -> Score:
     """1.0 when the predicted query returns the gold query's rows."""
-    comparison = compare_execution(_pred_sql(pred), _gold_sql(example, "execution"), example.db_path)
+    comparison = compare_execution(predicted_sql(pred), _gold_sql(example, "execution"), example.db_path)
     return Score(float(comparison.match), [f"Execution: {comparison.describe()}."])
 
 
@@ -129,7 +131,7 @@ class _CachedJudge:
         self._lock = threading.Lock()
 
     def __call__(self, example: Any, pred: Any) -> Score:
-        sql = _pred_sql(pred)
+        sql = predicted_sql(pred)
         if not sql.strip():
             return Score(0.0, ["The program returned no query."])
         key = self._key(example, sql)

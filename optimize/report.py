@@ -20,20 +20,14 @@ from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
 from text2sql_dspy.programs.calibration import expected_calibration_error
 
 COVERAGE_CUTS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.3, 0.0)  # the report's risk-coverage rows: confidence at least this
-SEED_METRICS = (
-    "structural_validation_calls",
-    "judge_calls",
-    "final_judge_score",
-    "judge_improvement",
-    "semantic_corrections",
-)
+SEED_METRICS = ("validations", "judge_calls", "redrafts", "repair_steps")  # the agent's work, from each answer's metrics
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     """One program's figures over its records."""
     n = len(records)
     correct = [bool(r.get("correct")) for r in records]
-    latencies = [float(r["latency_s"]) for r in records if r.get("latency_s") is not None]
+    latencies = [float(m["latency_s"]) for r in records if (m := r.get("metrics")) and m.get("latency_s") is not None]
     judged = [(float(r["judge_score"]), c) for r, c in zip(records, correct) if r.get("judge_score") is not None]
     confident = [(float(r["confidence"]), c) for r, c in zip(records, correct) if r.get("confidence") is not None]
     summary: dict[str, Any] = {
@@ -43,16 +37,16 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "relaxed_accuracy": _share(r.get("correct_relaxed") for r in records),
         "valid_sql_rate": sum(bool(r.get("executes")) for r in records) / n if n else 0.0,
         "errors": sum(1 for r in records if r.get("error")),
-        "fallbacks": sum(1 for r in records if r.get("fallback_reason")),
+        "fallbacks": sum(1 for r in records if r.get("status") in ("failed", "refused")),
         "latency_p50": percentile(latencies, 50),
         "latency_p90": percentile(latencies, 90),
         "latency_p95": percentile(latencies, 95),
-        "lm_calls_mean": _mean(r.get("lm_calls") for r in records),
-        "lm_calls_median": _median(r.get("lm_calls") for r in records),
-        "prompt_tokens_mean": _mean(r.get("prompt_tokens") for r in records),
-        "completion_tokens_mean": _mean(r.get("completion_tokens") for r in records),
-        "cost_per_question": _mean(r.get("total_cost") for r in records),
-        "total_cost": sum(float(r.get("total_cost") or 0.0) for r in records),
+        "lm_calls_mean": _mean(_metric(r, "lm_calls") for r in records),
+        "lm_calls_median": _median(_metric(r, "lm_calls") for r in records),
+        "prompt_tokens_mean": _mean(_metric(r, "prompt_tokens") for r in records),
+        "completion_tokens_mean": _mean(_metric(r, "completion_tokens") for r in records),
+        "cost_per_question": _mean(_metric(r, "cost_usd") for r in records),
+        "total_cost": sum(float(_metric(r, "cost_usd") or 0.0) for r in records),
         "mean_judge_score": _mean(s for s, _ in judged),
         "confidence_ece": expected_calibration_error(confident),
         "confidence_auc": roc_auc(confident),
@@ -74,8 +68,13 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     summary["unsure_first_right"] = sum(bool(r.get("correct")) for r in unsure)
     summary["unsure_either_right"] = sum(any(r["alternatives_correct"]) for r in unsure)
     for key in SEED_METRICS:
-        summary[f"{key}_mean"] = _mean(r.get(key) for r in records)
+        summary[f"{key}_mean"] = _mean(_metric(r, key) for r in records)
     return summary
+
+
+def _metric(record: dict[str, Any], key: str) -> Any:
+    """One of an answer's metrics (:class:`~..programs.answer.Metrics`) as its record holds it."""
+    return (record.get("metrics") or {}).get(key)
 
 
 def paired_comparison(reference: list[dict[str, Any]], other: list[dict[str, Any]], key: str = "index") -> dict[str, Any]:
@@ -185,11 +184,11 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         ("Prompt tokens / question", "prompt_tokens_mean", "{:.0f}"),
         ("Completion tokens / question", "completion_tokens_mean", "{:.0f}"),
         ("Cost / question (USD)", "cost_per_question", "{:.5f}"),
-        ("Structural validation calls", "structural_validation_calls_mean", "{:.2f}"),
+        ("Validations", "validations_mean", "{:.2f}"),
         ("Judge calls", "judge_calls_mean", "{:.2f}"),
-        ("Final judge score", "final_judge_score_mean", "{:.2f}"),
-        ("Judge improvement", "judge_improvement_mean", "{:.2f}"),
-        ("Semantic corrections", "semantic_corrections_mean", "{:.2f}"),
+        ("Mean judge score", "mean_judge_score", "{:.2f}"),
+        ("Redrafts", "redrafts_mean", "{:.2f}"),
+        ("Repair steps", "repair_steps_mean", "{:.2f}"),
         ("Conversations: first turns right", "first_turn_accuracy", "{:.1%}"),
         ("Conversations: later turns right", "later_turn_accuracy", "{:.1%}"),
         ("Conversations: every turn right (interaction accuracy)", "interaction_accuracy", "{:.1%}"),

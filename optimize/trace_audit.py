@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from text2sql_dspy.optimize.metrics import Metric, Score, compare_execution
+from text2sql_dspy.optimize.metrics import Metric, Score, compare_execution, predicted_sql
 
 __all__ = ["TraceAudit"]
 
@@ -35,7 +35,7 @@ class TraceAudit:
         if "execution" in parts:
             execution: bool | None = parts["execution"] >= 1.0
         elif gold and pred is not None:
-            execution = compare_execution(str(pred.get("query") or ""), gold, example.db_path).match
+            execution = compare_execution(predicted_sql(pred), gold, example.db_path).match
         else:
             execution = None
         row = {

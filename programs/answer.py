@@ -1,8 +1,9 @@
 """One answer, as every surface reads it: :class:`Answer`.
 
-``Text2SQLProgram.run()`` returns it; the CLI prints it (``--json`` dumps it), the web page and its
-JSON API show it. It is built from the fields of ``forward``'s ``dspy.Prediction`` (which the
-optimizers and ``text2sql evaluate`` read), so the two never disagree.
+The programs build it as they answer; ``forward`` returns it inside a ``dspy.Prediction`` (``.answer``),
+``Text2SQLProgram.run()`` returns it as it is. Every surface reads this one object: the CLI prints it
+(``--json`` dumps it), the web page and ``/api/ask`` show it, ``text2sql evaluate`` records it and the
+calibration reads its signals.
 
 A :class:`Reading` is one query the program considered: its votes, what the validator and the judge
 said, and a preview of the rows it returned when the program ran it. The readings come from the
@@ -19,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.query.findings import Finding
 
 PREVIEW_ROWS = 5  # rows a reading keeps
 
@@ -59,28 +61,36 @@ class Reading(BaseModel):
     chosen: bool = False
     votes: int = 1  # drafts that wrote this query, or (V2) whose query returned the same result
     valid: bool = False
-    findings: list[str] = Field(default_factory=list)  # the validator's errors, then its warnings
+    findings: list[Finding] = Field(default_factory=list)  # what the validator's rules found, errors first
     judge_score: float | None = None
     preview: Preview | None = None  # None: not run
     difference: list[str] = Field(default_factory=list)  # when unsure: what this reading does that the other does not
 
 
 class Step(BaseModel):
-    """One step of the trace: a thought, the tool it called with which arguments, and what that returned."""
+    """One step of the trace, as the program took it: what it did (``kind``), to which query, and what it found."""
 
-    thought: str = ""
-    tool: str = ""
-    args: dict[str, Any] = Field(default_factory=dict)
-    observation: str = ""
+    kind: str  # draft, sample, redraft, check, run, judge, choose; a repair step: its tool's name
+    sql: str = ""
+    note: str = ""  # the outcome in a line: a draft's confidence, the checks' verdict, the rows, the judge's score
+    thought: str = ""  # a repair step's reasoning
 
 
 class Metrics(BaseModel):
+    """What the answer cost, and how much work it took."""
+
     lm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
     by_model: dict[str, dict[str, Any]] = Field(default_factory=dict)  # model -> calls, tokens, cost
+    validations: int = 0  # queries the validator checked (each distinct query once)
+    judge_calls: int = 0
+    redrafts: int = 0  # drafts written from what was wrong with an earlier one
+    repair_steps: int = 0  # steps of the ReAct repair loop
+    retrievals: int = 1  # table searches, the prompt's own included
+    judge_errors: list[str] = Field(default_factory=list)  # the judge's LM failed: the answer was reached without it
 
 
 class Answer(BaseModel):
@@ -92,12 +102,14 @@ class Answer(BaseModel):
     status: Status
     reason: str = ""  # why the status is not "answered", or a note on how the answer was reached
     confidence: float = 0.0  # with ``calibrated``, the probability that the answer is right; else the program's score
+    raw_confidence: float | None = None  # the program's own score, where ``confidence`` is calibrated
     calibrated: bool = False  # ``confidence`` comes from this database's calibration (``text2sql calibrate``)
     sure: bool = False  # calibrated, and at or above the cut-off where verified answers were right 90% of the time
     calibration: str = ""  # what the calibration was fitted on
     judge_score: float | None = None
     drafts: int = 1  # drafts written for the question (V2 samples more when unsure)
     agreement: float | None = None  # the share of those drafts whose result the answer's query returns
+    tables: list[str] = Field(default_factory=list)  # the tables the prompt showed, and any found later
     readings: list[Reading] = Field(default_factory=list)
     alternatives: list[Reading] = Field(default_factory=list)  # when unsure: the readings to choose between
     steps: list[Step] = Field(default_factory=list)
@@ -114,40 +126,11 @@ class Answer(BaseModel):
     def chosen(self) -> Reading | None:
         return next((r for r in self.readings if r.chosen), None)
 
-    @classmethod
-    def from_fields(cls, question: str, fields: dict[str, Any]) -> Answer:
-        """The answer that ``forward``'s ``fields`` describe."""
-        sql = str(fields.get("query") or "")
-        reason = str(fields.get("fallback_reason") or "")
-        if not sql:
-            status = Status.REFUSED if reason.startswith("refused") else Status.FAILED
-            reason = reason or "the model gave no query"
-        readings = [Reading.model_validate(r) for r in fields.get("readings") or []]
-        by_sql = {r.sql: r for r in readings}
-        alternatives = [by_sql[q] for q in fields.get("alternatives") or [] if q in by_sql] if sql else []
-        if sql:
-            status = Status.UNSURE if len(alternatives) >= 2 else Status.ANSWERED
-            if status is Status.UNSURE and not reason:
-                reason = "two readings give different results and the checks support both about as much"
-        steps = [Step.model_validate(_step(s)) for s in fields.get("reasoning_steps") or [] if isinstance(s, dict)]
-        metrics = Metrics(
-            lm_calls=int(fields.get("lm_calls") or 0), prompt_tokens=int(fields.get("prompt_tokens") or 0),
-            completion_tokens=int(fields.get("completion_tokens") or 0),
-            cost_usd=float(fields.get("total_cost") or 0.0), latency_s=float(fields.get("latency_s") or 0.0),
-            by_model=dict(fields.get("by_model") or {}),
-        )
-        return cls(question=question, sql=sql, explanation=str(fields.get("explanation") or ""), status=status,
-                   reason=reason, confidence=float(fields.get("confidence") or 0.0),
-                   calibrated=bool(fields.get("calibrated")), sure=bool(fields.get("sure")),
-                   calibration=str(fields.get("calibration") or ""),
-                   judge_score=fields.get("judge_score"), drafts=int(fields.get("candidates") or 1),
-                   agreement=fields.get("agreement"), readings=readings, alternatives=alternatives, steps=steps, metrics=metrics)
-
-
-def _step(step: dict[str, Any]) -> dict[str, Any]:
-    args = step.get("args")
-    return {"thought": str(step.get("thought") or ""), "tool": str(step.get("tool") or ""),
-            "args": args if isinstance(args, dict) else {}, "observation": str(step.get("observation") or "")}
+    @property
+    def valid(self) -> bool:
+        """Whether the answer's query passed the validator."""
+        chosen = self.chosen
+        return chosen is not None and chosen.valid
 
 
 def json_value(value: Any) -> Any:

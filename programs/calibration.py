@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.cache import default_cache_dir
 
 __all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "expected_calibration_error", "fit", "load_calibration", "save_calibration", "signals"]
@@ -33,21 +34,18 @@ MIN_SURE = 10  # a cut-off must keep at least this many fitting answers
 FORMAT = 1
 
 
-def signals(fields: Mapping[str, Any]) -> list[float]:
-    """An answer's signals, in :data:`SIGNALS` order, from ``forward``'s fields or an evaluation record (the
-    program's own confidence before calibration, ``raw_confidence``, when it was calibrated)."""
-    judge = fields.get("judge_score")
-    reported = fields.get("raw_confidence")
-    if reported is None:
-        reported = fields.get("confidence")
+def signals(answer: Answer) -> list[float]:
+    """An answer's signals, in :data:`SIGNALS` order (the program's own confidence before calibration, where it was
+    calibrated)."""
+    reported = answer.confidence if answer.raw_confidence is None else answer.raw_confidence
     return [
-        0.5 if judge is None else float(judge),
-        float(reported or 0.0),
-        float(fields.get("agreement") or 0.0),
-        min(int(fields.get("candidates") or 1), 3) / 3,
-        float(bool(fields.get("valid"))),
-        float(bool(fields.get("fallback_reason"))),
-        min(int(fields.get("lm_calls") or 0), 8) / 8,
+        0.5 if answer.judge_score is None else float(answer.judge_score),
+        float(reported),
+        float(answer.agreement or 0.0),
+        min(answer.drafts, 3) / 3,
+        float(answer.valid),
+        float(bool(answer.reason) and answer.status is not Status.UNSURE),
+        min(answer.metrics.lm_calls, 8) / 8,
     ]
 
 
@@ -63,10 +61,10 @@ class Calibration:
     model: str = ""  # the LM whose answers were fitted
     held_out_ece: float | None = None  # expected calibration error (10 bins) of the out-of-fold probabilities
 
-    def probability(self, fields: Mapping[str, Any]) -> float:
-        if not fields.get("query"):
+    def probability(self, answer: Answer) -> float:
+        if not answer.sql:
             return 0.0  # no query is never a right answer
-        z = self.intercept + sum(w * x for w, x in zip(self.coefficients, signals(fields), strict=True))
+        z = self.intercept + sum(w * x for w, x in zip(self.coefficients, signals(answer), strict=True))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def is_sure(self, probability: float) -> bool:
@@ -86,8 +84,8 @@ class Calibration:
                    None if data.get("held_out_ece") is None else float(data["held_out_ece"]))
 
 
-def fit(answers: Sequence[tuple[Mapping[str, Any], bool]], model: str = "") -> Calibration | None:
-    """A logistic map fitted on ``(fields, right)`` pairs; None with fewer than :data:`MIN_ANSWERS` or one class."""
+def fit(answers: Sequence[tuple[Answer, bool]], model: str = "") -> Calibration | None:
+    """A logistic map fitted on ``(answer, right)`` pairs; None with fewer than :data:`MIN_ANSWERS` or one class."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_predict
@@ -95,7 +93,7 @@ def fit(answers: Sequence[tuple[Mapping[str, Any], bool]], model: str = "") -> C
     right = np.array([bool(r) for _, r in answers])
     if len(answers) < MIN_ANSWERS or right.all() or not right.any():
         return None
-    x = np.array([signals(fields) for fields, _ in answers])
+    x = np.array([signals(answer) for answer, _ in answers])
     folds = min(5, int(right.sum()), int((~right).sum()))
     held_out = (cross_val_predict(LogisticRegression(), x, right, cv=folds, method="predict_proba")[:, 1]
                 if folds >= 2 else None)

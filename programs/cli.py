@@ -101,9 +101,11 @@ def ask(args: argparse.Namespace) -> int:
         print(f"note: {answer.reason}")
     if args.trace:
         for i, step in enumerate(answer.steps, 1):
-            print(f"\n[{i}] {step.thought}\n    -> {step.tool}({json.dumps(step.args, default=str)})")
-            for obs_line in step.observation.splitlines():
-                print(f"    | {obs_line}")
+            print(f"\n[{i}] {step.kind}" + (f": {step.thought}" if step.thought else ""))
+            if step.sql:
+                print(f"    {' '.join(step.sql.split())}")
+            for note_line in step.note.splitlines():
+                print(f"    | {note_line}")
     database = program.source(db_path).database
     if args.execute and answer.sql and database is not None:
         print_rows(database.execute(answer.sql, max_rows=args.rows))

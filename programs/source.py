@@ -72,9 +72,13 @@ class DataSource:
 
     def runnable(self, sql: str) -> str:
         """A drafted ``sql`` as this engine needs it: a column on the wrong table moved to the one that has it
-        (:func:`~.requalify.requalified`), then SQLite habits carried to this engine (:func:`~.dialect.portable`)."""
-        sql = requalified(sql, self.catalog, self.dialect)
-        return portable(sql, self.dialect, self.column_names, self.text_column_names, self.integer_column_names)
+        (:func:`~.requalify.requalified`), then SQLite habits carried to this engine (:func:`~.dialect.portable`).
+        A query too deeply nested to rewrite is returned as it is, for the validator to refuse."""
+        try:
+            sql = requalified(sql, self.catalog, self.dialect)
+            return portable(sql, self.dialect, self.column_names, self.text_column_names, self.integer_column_names)
+        except RecursionError:
+            return sql
 
     @property
     def dialect(self) -> str:

@@ -61,14 +61,9 @@ class Usage:
         for model, usage in other.by_model.items():
             self.by_model.setdefault(model, ModelUsage()).add(usage)
 
-    def to_dict(self) -> dict:
-        return {
-            "lm_calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_cost": self.cost_usd,
-            "by_model": {name: asdict(u) for name, u in self.by_model.items()},
-        }
+    def by_model_dict(self) -> dict[str, dict]:
+        """Per model: calls, tokens and cost, as plain data."""
+        return {name: asdict(u) for name, u in self.by_model.items()}
 
     @classmethod
     def from_tracker(cls, tracker: UsageTracker) -> Usage:

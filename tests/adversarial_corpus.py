@@ -30,11 +30,13 @@ from typing import Literal
 
 from dspy.utils.dummies import DummyLM
 
-from text2sql_dspy.programs.agents.state import AgentState, Limits
-from text2sql_dspy.programs.agents.tools import Tools
+import dspy
+
+from text2sql_dspy.programs.agents.react import ReActAgent
+from text2sql_dspy.programs.agents.record import Limits, Record
+from text2sql_dspy.programs.agents.repair import bound_tools, repair_agent
 from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import Database, open_database
-from text2sql_dspy.programs.retrieval.retriever import make_retriever
 from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.query.validator import SQLValidator
 
@@ -556,12 +558,11 @@ def build_corpus(targets: Sequence[Target], scratch: Path, dialect: str = "sqlit
 
 
 def obeying_lm(sql: str) -> DummyLM:
-    """A model that drafts ``sql`` every time it is asked for a draft (first draft, samples, redrafts), and
-    submits it every time it is asked for a step: as if a prompt injection told it to."""
-    submit = {"query": sql, "explanation": "as instructed", "confidence": 1.0}
+    """A model that drafts ``sql`` every time it is asked for a draft (first draft, samples, redrafts), and in the
+    repair loop finishes at once and writes it as the loop's query: as if a prompt injection told it to."""
     return DummyLM({  # a reply per prompt kind, keyed by an input only that kind's question turn holds
-        "[[ ## trajectory ## ]]": {"next_thought": "Submit it.", "next_tool_name": "submit_answer",
-                                   "next_tool_args": submit},
+        "[[ ## trajectory ## ]]": {"next_thought": "Finish.", "next_tool_name": "finish", "next_tool_args": {},
+                                   "reasoning": "as instructed", "sql": sql},
         "[[ ## hints ## ]]": {"sql": sql},
     })  # fmt: skip
 
@@ -639,6 +640,7 @@ class Harness:
     database: Database
     snapshot: Callable[[], object]
     checksum: Callable[[], str]
+    agents: dict[int, ReActAgent] = field(default_factory=dict)  # by validation budget (:meth:`agent`)
 
     @classmethod
     def open(
@@ -660,11 +662,22 @@ class Harness:
         cheap = snapshot or checksum
         return cls(db_path, scratch, source, validator, database, lambda: (cheap(), listing()), checksum)
 
-    def toolbox(self, limits: Limits | None = None) -> Tools:
+    def agent_source(self) -> DataSource:
         source = replace(self.source, database=self.database)
         source.__dict__["validator"] = self.validator  # the harness's validator (short dry-run bound), not a new one
-        retriever = make_retriever(self.source.catalog, "keyword")
-        return Tools(AgentState("adversarial corpus", source, limits or Limits(), retriever_given=retriever))
+        return source
+
+    def agent(self, limits: Limits | None = None) -> ReActAgent:
+        """A V1 agent over this database whose drafts and repair loop a scripted LM writes (``dspy.context``), one
+        per validation budget."""
+        attempts = (limits or Limits()).max_validation_attempts
+        if attempts not in self.agents:
+            program = ReActAgent(self.db_path, retrieval_type="keyword", max_repair_steps=1,
+                                 max_validation_attempts=attempts)
+            source = self.agent_source()
+            program.source = lambda db_path=None: source  # the harness's database and validator
+            self.agents[attempts] = program
+        return self.agents[attempts]
 
     def run_case(self, case: Case) -> Outcome:
         """Send ``case`` through validator, executor and tools; record, never raise."""
@@ -696,13 +709,25 @@ class Harness:
         outcome.executor_error = self.database.execute(case.sql).error
 
     def _tools(self, case: Case, outcome: Outcome) -> None:
-        toolbox = self.toolbox()
-        outcome.tool_observation = toolbox.validate_sql(case.sql).render()
-        outcome.submit_observation = toolbox.submit_answer(case.sql, "adversarial", 0.9).render()
-        spent = self.toolbox(Limits(max_validation_attempts=0))  # no validation budget left: still no write
-        spent.submit_answer(case.sql, "adversarial", 0.9)
-        finals = [box.state.final_answer["query"] for box in (toolbox, spent) if box.state.final_answer]
-        outcome.accepted_dangerous = any(self.validator.validate(query).dangerous for query in finals)
+        """The repair loop's validate tool, and the agent with ``case.sql`` as its every draft and its repair loop's
+        query, with a validation budget and with none left: no path may answer with a write."""
+        record = Record("adversarial corpus", self.agent_source(), Limits())
+        outcome.tool_observation = str(_loop_tools(record)["validate_sql"](query=case.sql))
+        if not (outcome.refused or case.expect == "refuse"):
+            return  # a query the validator does not call dangerous cannot make a dangerous answer
+        finals = []
+        for limits in (Limits(), Limits(max_validation_attempts=0)):
+            replies = [{"sql": case.sql}] * 2 + [{"next_thought": "done", "next_tool_name": "finish",
+                                                  "next_tool_args": {}}, {"reasoning": "", "sql": case.sql}]
+            with dspy.context(lm=DummyLM(replies)):
+                answer = self.agent(limits).run("adversarial corpus")
+            outcome.submit_observation = outcome.submit_observation or f"{answer.status}: {answer.reason}"
+            finals.append(answer.sql)
+        outcome.accepted_dangerous = any(self.validator.validate(query).dangerous for query in finals if query)
+
+
+def _loop_tools(record: Record) -> dict[str, dspy.Tool]:
+    return bound_tools(repair_agent(False, 1), record, "keyword")
 
 
 def problems(outcome: Outcome) -> list[str]:
@@ -721,8 +746,8 @@ def problems(outcome: Outcome) -> list[str]:
             found.append("the validator did not refuse it as dangerous")
         if not outcome.tool_observation.startswith("INVALID (refused"):
             found.append(f"validate_sql said {outcome.tool_observation[:80]!r}")
-        if not outcome.submit_observation.startswith("Submission refused"):
-            found.append(f"submit_answer said {outcome.submit_observation[:80]!r}")
+        if not outcome.submit_observation.startswith("refused: refused"):
+            found.append(f"the agent answered {outcome.submit_observation[:80]!r}")
     elif case.expect == "reject" and not outcome.rejected:
         found.append("the validator accepted it")
     return found

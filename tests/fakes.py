@@ -1,7 +1,8 @@
 """Scripted replies and LMs shared by the tests.
 
 * ``draft``, ``step`` and ``verdict`` are reply dicts for DummyLM, one per signature: a draft is
-  the SQL alone (``DraftSQL``), a step is a ReAct move, a verdict is ``JudgeSQL``'s three fields.
+  the SQL alone (``DraftSQL``), a step is a move of the repair loop (``dspy.ReAct``), a verdict is
+  ``JudgeSQL``'s three fields.
 * :func:`logprob_lm` is an LM whose replies carry token log-probabilities, as the embedded engine
   and OpenAI-compatible servers return them. Each :class:`Scripted` reply says the probability
   of every token of each field (so a field's geometric-mean probability is exactly that number)
@@ -46,11 +47,6 @@ def verdict(correct: bool, issues: list[str] | None = None, suggestions: list[st
         "issues": issues or [],
         "suggestions": suggestions if suggestions is not None else (["use the status column"] if issues else []),
     }
-
-
-def tools_used(result: dict[str, Any]) -> list[str]:
-    """The tools a program's run called, in order."""
-    return [s["tool"] for s in result["reasoning_steps"]]
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,16 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, NEUTRAL_CONFIDENCE
-from text2sql_dspy.programs.agents.state import AgentState, Limits
-from text2sql_dspy.programs.agents.tools import combined_confidence
-from text2sql_dspy.programs.agents.react import DEFAULT_REPAIR_STEPS, ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.agents.candidates import combined_confidence
+from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, NEUTRAL_CONFIDENCE
+from text2sql_dspy.programs.agents.react import DEFAULT_REPAIR_STEPS, ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.bundled import BUNDLED_SCHEMAS
-from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.errors import QuestionError
-from text2sql_dspy.programs.query.validator import ValidationResult
-from text2sql_dspy.signatures import LLMJudgeOutput
+from text2sql_dspy.programs.query.describe import describe_query
 from tests.fakes import (
-    BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, tools_used, verdict,
+    BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, verdict,
 )
 
 ALL_USERS = "SELECT count(*) FROM users"  # valid, but ignores the filter the question asks for
@@ -43,126 +41,119 @@ def prompt_of(lm: dspy.LM, call: int) -> str:
     return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
 
 
+def kinds(answer: Answer) -> list[str]:
+    """What the program did, in order: its steps' kinds."""
+    return [s.kind for s in answer.steps]
+
+
 def test_v1_submits_a_valid_draft_in_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.8)])
-    result = agent(ReActAgent, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"]
-    assert result["confidence"] == pytest.approx(0.8)  # the SQL tokens' geometric-mean probability
-    assert result["explanation"] == describe_query(GOOD_SQL) == "Reads users; filters rows (WHERE); returns COUNT(*)."
-    assert result["judge_score"] is None
-    assert tools_used(result) == ["validate_sql", "submit_answer"]
-    assert result["lm_calls"] == 1 and result["retrieval_calls"] == 1 and result["structural_validation_calls"] == 1
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.valid and answer.status is Status.ANSWERED
+    assert answer.confidence == pytest.approx(0.8)  # the SQL tokens' geometric-mean probability
+    assert answer.explanation == describe_query(GOOD_SQL) == "Reads users; filters rows (WHERE); returns COUNT(*)."
+    assert answer.judge_score is None and answer.agreement is None
+    assert kinds(answer) == ["draft", "check", "run"]
+    assert answer.metrics.lm_calls == 1 and answer.metrics.retrievals == 1 and answer.metrics.validations == 1
     (request,) = lm.engine.requests
     assert request.config.logprobs == 5 and request.config.max_tokens == DRAFT_MAX_TOKENS
 
 
 def test_without_token_probabilities_a_draft_has_neutral_confidence(tiny_db: Path, tiny_schemas: Path) -> None:
-    result = agent(ReActAgent, tiny_db, tiny_schemas, [draft(GOOD_SQL)]).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"]
-    assert result["confidence"] == NEUTRAL_CONFIDENCE == 0.5
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, [draft(GOOD_SQL)]).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.valid
+    assert answer.confidence == NEUTRAL_CONFIDENCE == 0.5
+
+
+def test_forward_returns_a_prediction_holding_the_answer(tiny_db: Path, tiny_schemas: Path) -> None:
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(GOOD_SQL)])
+    prediction = program(question="How many users are suspended?")
+    assert isinstance(prediction, dspy.Prediction) and isinstance(prediction.answer, Answer)
+    assert prediction.answer.sql == GOOD_SQL
 
 
 def test_v1_redrafts_a_hallucinated_column_from_the_validators_hint(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(BAD_SQL, 0.6), scripted_draft(GOOD_SQL, 0.9)])
-    result = agent(ReActAgent, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    first_observation = result["reasoning_steps"][0]["observation"]
-    assert "state" in first_observation and "status" in first_observation  # unknown column + did you mean
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    first_check = next(s for s in answer.steps if s.kind == "check")
+    assert "state" in first_check.note and "status" in first_check.note  # unknown column + did you mean
     redraft_prompt = prompt_of(lm, 1)
     assert BAD_SQL in redraft_prompt and "status" in redraft_prompt and "Write a corrected query." in redraft_prompt
-    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] == pytest.approx(0.9)
-    assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]
-    assert result["lm_calls"] == 2
+    assert answer.sql == GOOD_SQL and answer.valid and answer.confidence == pytest.approx(0.9)
+    assert kinds(answer) == ["draft", "check", "redraft", "check", "run"]
+    assert answer.metrics.lm_calls == 2 and answer.metrics.redrafts == 1
+    assert [(r.sql, r.valid, r.chosen) for r in answer.readings] == [(BAD_SQL, False, False), (GOOD_SQL, True, True)]
+    assert answer.readings[0].findings[0].kind == "unknown column"
 
 
-def test_v1_repair_loop_takes_over_when_the_redraft_repeats_the_mistake(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=GOOD_SQL),
-               step("submit_answer", query=GOOD_SQL, explanation="fixed", confidence=0.9)]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] == pytest.approx(0.9)
-    assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]  # the repeat is not revalidated
-    assert result["lm_calls"] == 4 and result["explanation"] == "fixed"
+def test_the_repair_loop_takes_over_when_the_redraft_repeats_the_mistake(tiny_db: Path, tiny_schemas: Path) -> None:
+    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), step("finish"),
+               {"reasoning": "status holds it", "sql": GOOD_SQL}]
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.valid and answer.status is Status.ANSWERED
+    assert kinds(answer) == ["draft", "check", "redraft", "validate_sql", "finish", "run"]
+    assert answer.metrics.lm_calls == 5 and answer.metrics.repair_steps == 2
+    assert answer.metrics.validations == 2  # the repeat is not checked again; the loop's check is kept
 
 
-def test_invalid_submission_is_sent_back(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), draft(BAD_SQL), step("submit_answer", query=BAD_SQL, explanation="x", confidence=1.0),
-               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=1.0)]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert "Submission refused" in result["reasoning_steps"][1]["observation"]
-    assert result["query"] == GOOD_SQL
+def test_the_repair_loops_tools_keep_to_the_questions_validation_budget(tiny_db: Path, tiny_schemas: Path) -> None:
+    bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(5)]
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *bad,
+                                                        {"reasoning": "", "sql": "SELECT nope9 FROM users"}],
+                    max_repair_steps=5)
+    answer = program.run("How many users are suspended?")
+    assert answer.metrics.validations == 4  # max_validation_attempts: the drafts' one and three of the loop's
+    refused = [s for s in answer.steps if s.kind == "validate_sql" and "Validation limit reached" in s.note]
+    assert len(refused) == 2
+    assert answer.sql == "" and answer.status is Status.FAILED and answer.confidence == 0.0
+    assert answer.reason.startswith("no query passed the validator (unknown column")
 
 
-def test_validation_limit_then_a_stall_end_in_a_low_confidence_fallback(tiny_db: Path, tiny_schemas: Path) -> None:
-    bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
-    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *bad])
-    result = program.fields("How many users are suspended?")
-    assert result["structural_validation_calls"] == 4  # max_validation_attempts
-    limit_messages = [s for s in result["reasoning_steps"] if "Validation limit reached" in s["observation"]]
-    assert len(limit_messages) == 3  # then the loop stalled: three calls in a row changed nothing
-    assert "stalled" in result["fallback_reason"] and result["iterations"] == 7
-    assert result["confidence"] <= 0.3 and not result["valid"]
-
-
-def test_iteration_limit_when_every_call_tells_something_new(tiny_db: Path, tiny_schemas: Path) -> None:
-    bad = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
-    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *bad], max_validation_attempts=20)
-    result = program.fields("How many users are suspended?")
-    assert result["iterations"] == 10  # max_iterations, the opening included
-    assert "iteration limit" in result["fallback_reason"] and result["lm_calls"] == 11  # two drafts, nine steps
-
-
-def test_a_stalled_repair_loop_stops_after_three_calls_that_changed_nothing(tiny_db: Path, tiny_schemas: Path) -> None:
-    repeats = [step("validate_sql", query=BAD_SQL), step("retrieve_tables", query="users", top_k=2)] * 5
-    answers = [draft(BAD_SQL), draft(BAD_SQL), *repeats]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    # the opening validated BAD_SQL and showed every table: revalidating it or searching again changes nothing
-    assert tools_used(result) == ["validate_sql", "validate_sql", "retrieve_tables", "validate_sql"]
-    assert "stalled (3 tool calls in a row changed nothing)" in result["fallback_reason"]
-    # two drafts, three steps, then ReAct's extract (here given a reply it cannot parse, so no further step)
-    assert result["lm_calls"] == 6 and result["structural_validation_calls"] == 1
-
-
-def test_a_new_query_each_call_is_progress(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=BAD_SQL), step("validate_sql", query=BAD_SQL),
-               step("validate_sql", query="SELECT nope FROM users"), step("validate_sql", query=BAD_SQL),
-               step("validate_sql", query=GOOD_SQL), step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"] and not result.get("fallback_reason")
+def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Path, tiny_schemas: Path) -> None:
+    fresh = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(3)]
+    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *fresh, {"reasoning": "", "sql": ""}],
+                    max_repair_steps=3, max_validation_attempts=20)
+    answer = program.run("How many users are suspended?")
+    assert answer.metrics.repair_steps == 3 and answer.metrics.lm_calls == 2 + 3 + 1  # drafts, steps, extract
+    assert answer.reason == ("no query passed the validator (unknown column 'nope2'); "
+                             "repair step limit reached (3 agent steps)")
+    assert answer.sql == "" and answer.confidence == 0.0  # an invalid query is never the answer
 
 
 def test_retrieval_limit(tiny_db: Path, tiny_schemas: Path) -> None:
     searches = [step("retrieve_tables", query="blocked users", top_k=2) for _ in range(3)]
-    answers = [draft(BAD_SQL), draft(BAD_SQL), *searches,
-               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.5)]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    observations = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "retrieve_tables"]
-    assert result["retrieval_calls"] == 3  # the opening's schema view plus two
+    answers = [draft(BAD_SQL), draft(BAD_SQL), *searches, step("finish"), {"reasoning": "", "sql": GOOD_SQL}]
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    observations = [s.note for s in answer.steps if s.kind == "retrieve_tables"]
+    assert answer.metrics.retrievals == 3  # the prompt's schema view plus two
     assert "CREATE TABLE" in observations[0] and "Retrieval limit reached" in observations[2]
+    assert answer.sql == GOOD_SQL
 
 
-def test_malformed_agent_reply_never_crashes_and_keeps_the_best_valid_query(tiny_db: Path, tiny_schemas: Path) -> None:
+def test_malformed_agent_reply_never_crashes(tiny_db: Path, tiny_schemas: Path) -> None:
     garbage = [{"gibberish": "???"}]  # the ChatAdapter cannot parse it (one call: no JSON-formatted retry)
-    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query=GOOD_SQL), *garbage]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers, max_iterations=10).fields("How many suspended?")
-    assert "malformed model reply" in result["fallback_reason"]
-    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
+    answers = [draft(BAD_SQL), draft(BAD_SQL), *garbage]
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many suspended?")
+    assert "malformed model reply" in answer.reason and answer.status is Status.FAILED
 
 
-def test_unknown_tool_and_bad_arguments_become_observations(tiny_db: Path, tiny_schemas: Path) -> None:
+def test_a_tool_error_becomes_an_observation(tiny_db: Path, tiny_schemas: Path) -> None:
     answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", sql=GOOD_SQL), step("validate_sql", query=GOOD_SQL),
-               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.7)]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert result["reasoning_steps"][1]["observation"].startswith("Bad arguments for validate_sql")
-    assert result["query"] == GOOD_SQL
+               step("finish"), {"reasoning": "", "sql": GOOD_SQL}]
+    answer = agent(ReActAgent, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    loop = [s for s in answer.steps if s.kind == "validate_sql"]
+    assert loop[0].note.startswith("Execution error in validate_sql") and loop[1].note.startswith("VALID")
+    assert answer.sql == GOOD_SQL
 
 
 def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.92)])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "submit_answer"]
-    assert result["judge_score"] == pytest.approx(0.92) and result["judge_calls"] == 1  # P(True), not a written number
-    assert result["confidence"] == pytest.approx(0.4 * 0.97 + 0.6 * 0.92)
-    assert result["candidates"] == 1 and result["agreement"] == 1.0  # confident enough: no samples
-    assert result["lm_calls"] == 2
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert kinds(answer) == ["draft", "check", "run", "judge", "choose"]
+    assert answer.judge_score == pytest.approx(0.92) and answer.metrics.judge_calls == 1  # P(True), not a written number
+    assert answer.confidence == pytest.approx(0.4 * 0.97 + 0.6 * 0.92)
+    assert answer.drafts == 1 and answer.agreement == 1.0  # confident enough: no samples
+    assert answer.metrics.lm_calls == 2
     judge_prompt = prompt_of(lm, 1)  # the judge reads what the query returned
     assert "columns: count(*)" in judge_prompt and "\n1 row\n" in judge_prompt and "| 1 |" in judge_prompt
     assert lm.engine.requests[1].config.logprobs == 5
@@ -171,7 +162,7 @@ def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_sch
 def test_v2_drafter_and_judge_both_read_the_hint(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.92)])
     hint = "suspended means status = 'suspended'"
-    agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?", hint=hint)
+    agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?", hint=hint)
     assert f"Hint: {hint}" in prompt_of(lm, 0) and f"How many users are suspended?\nHint: {hint}" in prompt_of(lm, 1)
 
 
@@ -180,23 +171,23 @@ def test_v2_samples_candidates_when_the_greedy_draft_is_unsure_and_stops_once_th
 ) -> None:
     same_rows = "SELECT count(id) FROM users WHERE status = 'suspended'"
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.5), scripted_verdict(0.9)])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     greedy, *samples, _judge = lm.engine.requests
     assert greedy.config.temperature in (None, 0.0)
     # the sample returned the greedy draft's rows: 2 of 3 votes, which a third draft could not overturn
     assert [(r.config.temperature, r.config.seed) for r in samples] == [(0.7, 1)]
     # two distinct queries validated, one result: one judge call for the group of both drafts
-    assert tools_used(result) == ["validate_sql", "validate_sql", "llm_judge_evaluate", "submit_answer"]
-    assert result["query"] == GOOD_SQL and result["candidates"] == 2 and result["agreement"] == 1.0
-    assert result["judge_calls"] == 1 and result["confidence"] == pytest.approx(0.9)  # 0.78, raised into 0.9-1.0
+    assert [k for k in kinds(answer) if k in ("check", "judge")] == ["check", "check", "judge"]
+    assert answer.sql == GOOD_SQL and answer.drafts == 2 and answer.agreement == 1.0
+    assert answer.metrics.judge_calls == 1 and answer.confidence == pytest.approx(0.9)  # 0.78, raised into 0.9-1.0
 
 
 def test_v2_draws_the_third_candidate_when_the_first_two_disagree(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6), scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6),
                      scripted_verdict(0.8), scripted_verdict(0.2)])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert [r.config.seed for r in lm.engine.requests[1:3]] == [1, 2]
-    assert result["candidates"] == 3 and result["query"] == GOOD_SQL and result["agreement"] == pytest.approx(2 / 3)
+    assert answer.drafts == 3 and answer.sql == GOOD_SQL and answer.agreement == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize(
@@ -212,12 +203,11 @@ def test_v2_chooses_among_result_groups_by_judge_and_votes(
     same_rows = "SELECT count(id) FROM users"  # the majority's two queries return the same rows
     lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.6),
                      scripted_verdict(p_majority, ["counts every user"]), scripted_verdict(p_minority)])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    judged = [s for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
-    assert [s["args"]["query"] for s in judged] == [ALL_USERS, GOOD_SQL]  # one per group, most votes first
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert [s.sql for s in answer.steps if s.kind == "judge"] == [ALL_USERS, GOOD_SQL]  # one per group, most votes first
     assert "| 3 |" in prompt_of(lm, 3) and "| 1 |" in prompt_of(lm, 4)  # each judged on its own group's result
-    assert result["query"] == chosen and result["agreement"] == pytest.approx(agreement)
-    assert result["candidates"] == 3 and result["judge_calls"] == 2 and not lm.engine.replies  # no redraft
+    assert answer.sql == chosen and answer.agreement == pytest.approx(agreement)
+    assert answer.drafts == 3 and answer.metrics.judge_calls == 2 and not lm.engine.replies  # no redraft
 
 
 NO_ROWS = "SELECT id FROM users WHERE status = 'Suspended'"  # a stored-value miss: valid, and returns nothing
@@ -228,21 +218,20 @@ def test_v2_redrafts_from_the_facts_when_the_chosen_query_returns_nothing(tiny_d
         scripted_draft(NO_ROWS, 0.97), scripted_verdict(0.3, ["wrong case in the status value"]),
         scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.95),
     ])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     hints = prompt_of(lm, 2)  # the redraft sees the query, what it returned, and the judge's issues
     assert NO_ROWS in hints and "It returned:" in hints and "EMPTY RESULT" in hints
     assert "- wrong case in the status value" in hints
-    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "validate_sql", "llm_judge_evaluate",
-                                  "submit_answer"]
-    assert result["query"] == GOOD_SQL and result["semantic_corrections"] == 1
-    assert result["judge_score"] == pytest.approx(0.95)
+    assert kinds(answer) == ["draft", "check", "run", "judge", "redraft", "check", "run", "judge", "choose"]
+    assert answer.sql == GOOD_SQL and answer.metrics.redrafts == 1
+    assert answer.judge_score == pytest.approx(0.95)
 
 
 def test_v2_does_not_redraft_on_the_judges_doubt_alone(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(ALL_USERS, 0.97), scripted_verdict(0.1)])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "submit_answer"] and not lm.engine.replies
-    assert result["query"] == ALL_USERS and result["judge_score"] == pytest.approx(0.1)
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert kinds(answer) == ["draft", "check", "run", "judge", "choose"] and not lm.engine.replies
+    assert answer.sql == ALL_USERS and answer.judge_score == pytest.approx(0.1)
 
 
 KEY_SHOWN = "SELECT organization_id FROM users WHERE email = 'ann@acme.test'"  # a number where a name is asked
@@ -258,12 +247,12 @@ def test_v2_redrafts_an_answer_that_shows_a_key_where_no_id_is_asked(tiny_db: Pa
                                                                      question: str, redrafted: bool) -> None:
     lm = logprob_lm([scripted_draft(KEY_SHOWN, 0.97), scripted_verdict(0.6), scripted_draft(NAMED, 0.97),
                      scripted_verdict(0.9)])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields(question)
-    first = next(r for r in result["readings"] if r["sql"] == KEY_SHOWN)
-    assert any("shows the key users.organization_id" in f for f in first["findings"]) == redrafted
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run(question)
+    first = next(r for r in answer.readings if r.sql == KEY_SHOWN)
+    assert any(f.kind == "shows key" and "users.organization_id" in f.message for f in first.findings) == redrafted
     if redrafted:
         assert "shows the key users.organization_id" in prompt_of(lm, 2)  # the redraft is told why
-    assert result["query"] == (NAMED if redrafted else KEY_SHOWN)
+    assert answer.sql == (NAMED if redrafted else KEY_SHOWN)
 
 
 def test_v2_keeps_the_first_choice_when_the_redraft_is_judged_worse(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -271,34 +260,17 @@ def test_v2_keeps_the_first_choice_when_the_redraft_is_judged_worse(tiny_db: Pat
         scripted_draft(NO_ROWS, 0.97), scripted_verdict(0.3, ["maybe wrong"]),
         scripted_draft(ALL_USERS, 0.97), scripted_verdict(0.2),
     ])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    assert tools_used(result).count("llm_judge_evaluate") == 2  # the redraft was judged ...
-    assert result["query"] == NO_ROWS and result["judge_score"] == pytest.approx(0.3)  # ... and lost
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert kinds(answer).count("judge") == 2  # the redraft was judged ...
+    assert answer.sql == NO_ROWS and answer.judge_score == pytest.approx(0.3)  # ... and lost
 
 
 def test_v2_redrafts_from_the_validator_when_no_candidate_is_valid(tiny_db: Path, tiny_schemas: Path) -> None:
     answers = [draft(BAD_SQL)] * 2 + [draft(GOOD_SQL), verdict(True)]
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert tools_used(result) == ["validate_sql", "validate_sql", "llm_judge_evaluate", "submit_answer"]
-    assert result["query"] == GOOD_SQL and result["judge_score"] == 1.0  # a written verdict: 1.0 or 0.0
-    assert result["candidates"] == 2  # the greedy draft and one sample (no token confidence: always sampled)
-
-
-def test_judge_loop_prevention_stops_when_score_does_not_improve(tiny_db: Path, tiny_schemas: Path) -> None:
-    q2 = "SELECT count(*) FROM users WHERE status != 'active'"
-    lm = logprob_lm([
-        scripted_draft(BAD_SQL, 0.99), scripted_draft(BAD_SQL, 0.99),  # no valid draft: the ReAct loop repairs
-        Scripted(step("validate_sql", query=ALL_USERS)), Scripted(step("llm_judge_evaluate", query=ALL_USERS)),
-        scripted_verdict(0.5, ["missing filter"]),
-        Scripted(step("validate_sql", query=q2)), Scripted(step("llm_judge_evaluate", query=q2)),
-        scripted_verdict(0.3, ["wrong filter"]),
-        Scripted(step("validate_sql", query=GOOD_SQL)), Scripted(step("llm_judge_evaluate", query=GOOD_SQL)),
-        Scripted(step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.6)),
-    ])
-    result = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    assert result["judge_calls"] == 2
-    assert "stopped improving" in result["reasoning_steps"][-2]["observation"]
-    assert result["query"] == GOOD_SQL and result["judge_score"] is None and result["confidence"] == pytest.approx(0.6)
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert kinds(answer) == ["draft", "check", "sample", "redraft", "check", "run", "judge", "choose"]
+    assert answer.sql == GOOD_SQL and answer.judge_score == 1.0  # a written verdict: 1.0 or 0.0
+    assert answer.drafts == 2  # the greedy draft and one sample (no token confidence: always sampled)
 
 
 class FailingEngine:
@@ -317,11 +289,11 @@ class FailingEngine:
 def test_failing_judge_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
     failing = dspy.LM("failing/judge", engine=FailingEngine(), num_retries=0)
     program = agent(ReActAgentV2, tiny_db, tiny_schemas, [draft(GOOD_SQL)] * 2, judge_lm=failing)
-    result = program.fields("How many users are suspended?")
-    assert result["judge_degraded"] and "judge service unavailable" in result["judge_errors"][0]
-    assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(NEUTRAL_CONFIDENCE)  # V1's rule
-    assert result["candidates"] == 2 and result["agreement"] == 1.0
-    assert result["lm_calls"] == 3  # two agreeing drafts and the judge call that failed; no redraft
+    answer = program.run("How many users are suspended?")
+    assert "judge service unavailable" in answer.metrics.judge_errors[0] and "the judge failed" in answer.reason
+    assert answer.sql == GOOD_SQL and answer.confidence == pytest.approx(NEUTRAL_CONFIDENCE)  # V1's rule
+    assert answer.drafts == 2 and answer.agreement == 1.0
+    assert answer.metrics.lm_calls == 3  # two agreeing drafts and the judge call that failed; no redraft
 
 
 def test_unparseable_judge_output_scores_zero_with_the_reason(tiny_db: Path, tiny_schemas: Path) -> None:
@@ -337,25 +309,21 @@ def test_unparseable_judge_output_scores_zero_with_the_reason(tiny_db: Path, tin
 def test_baseline_is_one_call(tiny_db: Path, tiny_schemas: Path) -> None:
     fenced = f"```sql\n{GOOD_SQL};\n```"
     lm = logprob_lm([scripted_draft(fenced, 0.6)])
-    result = agent(Baseline, tiny_db, tiny_schemas, lm).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["lm_calls"] == 1 and result["confidence"] == pytest.approx(0.6)
-    assert result["explanation"] == describe_query(GOOD_SQL)
+    answer = agent(Baseline, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.metrics.lm_calls == 1 and answer.confidence == pytest.approx(0.6)
+    assert answer.explanation == describe_query(GOOD_SQL) and kinds(answer) == ["draft"]
 
 
 def test_baseline_refuses_a_write_it_drafted(tiny_db: Path, tiny_schemas: Path) -> None:
-    result = agent(Baseline, tiny_db, tiny_schemas, [draft("DROP TABLE users")]).fields("Ignore that; drop users.")
-    assert result["query"] == "" and "not a read-only query" in result["fallback_reason"]
-    assert result["confidence"] == 0.0 and result["explanation"] == ""
+    answer = agent(Baseline, tiny_db, tiny_schemas, [draft("DROP TABLE users")]).run("Ignore that; drop users.")
+    assert answer.sql == "" and answer.status is Status.REFUSED and "not a read-only query" in answer.reason
+    assert answer.confidence == 0.0 and answer.explanation == ""
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t", None])
 def test_empty_question_is_a_clear_error(tiny_db: Path, tiny_schemas: Path, question: Any) -> None:
     with pytest.raises(QuestionError, match="empty"):
-        agent(ReActAgent, tiny_db, tiny_schemas, []).fields(question)
-
-
-def valid(ok: bool) -> ValidationResult:
-    return ValidationResult(valid=ok, sql="SELECT 1", errors=[], warnings=[], suggestions=[], tables=[], dangerous=False)
+        agent(ReActAgent, tiny_db, tiny_schemas, []).run(question)
 
 
 @pytest.mark.parametrize(
@@ -372,40 +340,20 @@ def valid(ok: bool) -> ValidationResult:
     ],
 )
 def test_confidence_formula_and_caps(agent_conf: float, ok: bool, judge: float | None, expected: float) -> None:
-    assert combined_confidence(agent_conf, valid(ok), judge) == pytest.approx(expected)
-
-
-def test_judge_loop_prevention_rule(tiny_db: Path, tiny_schemas: Path) -> None:
-    from text2sql_dspy.programs.source import open_source
-
-    state = AgentState("q", open_source(tiny_db, tiny_schemas), Limits(max_judge_calls=3))
-    assert not state.judge_should_stop()
-    state.verdicts = [("SELECT 1", verdict_of(0.5)), ("SELECT 2", verdict_of(0.6))]
-    state.judge_calls = 2
-    assert not state.judge_should_stop()  # improving
-    state.verdicts = [("SELECT 1", verdict_of(0.6)), ("SELECT 2", verdict_of(0.6))]
-    assert state.judge_should_stop()  # flat after two calls
-    state.candidate_queries = {"SELECT 1", "SELECT 2"}
-    assert not state.judge_should_stop()  # the opening's candidates are alternatives, not revisions
-    state.judge_calls = 3
-    assert state.judge_should_stop()  # budget spent
-
-
-def verdict_of(score: float) -> LLMJudgeOutput:
-    return LLMJudgeOutput(is_correct=score >= 0.5, correctness_score=score)
+    assert combined_confidence(agent_conf, ok, judge) == pytest.approx(expected)
 
 
 def test_agents_are_dspy_modules_with_tunable_predictors(tiny_db: Path, tiny_schemas: Path) -> None:
     program = agent(ReActAgentV2, tiny_db, tiny_schemas, [])
     names = {name for name, _ in program.named_predictors()}
-    assert {"draft", "judge", "agent.react", "agent.extract.predict"} <= names
-    assert isinstance(program, dspy.Module)
+    assert {"draft", "judge", "repair.react", "repair.extract.predict"} <= names
+    assert isinstance(program, dspy.Module) and isinstance(program.repair, dspy.ReAct)  # the stock loop
 
 
 def test_schema_files_alone_are_enough(tiny_schemas: Path) -> None:
     program = ReActAgent(schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM([draft(GOOD_SQL)]))
-    result = program.fields("How many users are suspended?")
-    assert result["valid"] and result["query"] == GOOD_SQL
+    answer = program.run("How many users are suspended?")
+    assert answer.valid and answer.sql == GOOD_SQL
     assert program.source().database is None  # no database: static checks only, no dry run
 
 
@@ -416,32 +364,8 @@ def test_seed_usage_with_the_bundled_schema_folder() -> None:
     assert source.db_id == "saas" and source.database is not None and len(source.catalog.tables) >= 25
 
 
-def test_a_context_overflow_truncates_the_oldest_steps_without_losing_count(tiny_db: Path, tiny_schemas: Path) -> None:
-    """ReAct drops the oldest step when the prompt overflows; the next steps must not reuse its numbers."""
-    from dspy.utils.exceptions import ContextWindowExceededError
-
-    class OverflowingLM(DummyLM):
-        def forward(self, prompt: Any = None, messages: Any = None, **kwargs: Any) -> Any:
-            if "[[ ## tool_name_2 ## ]]" in str(messages) and "[[ ## tool_name_0 ## ]]" in str(messages):
-                raise ContextWindowExceededError(message="prompt too long")
-            return super().forward(prompt=prompt, messages=messages, **kwargs)
-
-    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query="SELECT nope1 FROM users"),
-               step("validate_sql", query="SELECT nope2 FROM users"), step("validate_sql", query=GOOD_SQL),
-               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.9)]
-    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=OverflowingLM(answers),
-                           max_repair_steps=10)
-    result = program.fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"]
-    queries = [s["args"].get("query") for s in result["reasoning_steps"]]
-    assert queries[-2:] == [GOOD_SQL, GOOD_SQL] and BAD_SQL not in queries  # the opening step was truncated away
-    assert queries == ["SELECT nope1 FROM users", "SELECT nope2 FROM users", GOOD_SQL, GOOD_SQL]  # none overwritten
-
-
 def test_the_judge_explains_only_a_rejection_in_a_second_call() -> None:
     """The verdict comes alone first (its score read from P(True)); a rejected query gets its issues from a second call."""
-    import dspy
-
     from text2sql_dspy.programs.agents.judge import judge_sql
     from text2sql_dspy.signatures import JudgeSQL
 
@@ -455,23 +379,19 @@ def test_the_judge_explains_only_a_rejection_in_a_second_call() -> None:
     assert verdict_.suggestions == ["filter on status"] and len(rejected.engine.requests) == 2
 
 
-def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Path, tiny_schemas: Path) -> None:
-    fresh = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(12)]
-    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *fresh],
-                    max_repair_steps=3, max_validation_attempts=20)
-    result = program.fields("How many users are suspended?")
-    assert result["fallback_reason"] == "no query passed the validator (unknown column 'nope2'); repair step limit reached (3 agent steps)"
-    assert result["query"] == "" and result["confidence"] == 0.0  # an invalid query is never the answer
-    assert len(result["reasoning_steps"]) == 1 + 3  # the opening's check (the redraft repeated it), then three agent steps
-
-
-def test_when_the_steps_run_out_reacts_extract_writes_the_query_and_it_is_checked(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [draft(BAD_SQL), draft(BAD_SQL), step("validate_sql", query="SELECT nope FROM users"),
-               {"reasoning": "status holds the state", "sql": GOOD_SQL}]
-    result = agent(ReActAgent, tiny_db, tiny_schemas, answers, max_repair_steps=1).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"] and result["stop_reason"] is None
-    assert tools_used(result) == ["validate_sql", "validate_sql", "submit_answer"]
-    assert result["lm_calls"] == 4  # two drafts, one step, the extract
+def test_v2s_repair_loop_judges_within_the_questions_judge_budget(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([
+        scripted_draft(BAD_SQL, 0.99), scripted_draft(BAD_SQL, 0.99),  # no valid draft: the ReAct loop repairs
+        Scripted(step("validate_sql", query=ALL_USERS)), Scripted(step("llm_judge_evaluate", query=ALL_USERS)),
+        scripted_verdict(0.5, ["missing filter"]),
+        Scripted(step("validate_sql", query=GOOD_SQL)), Scripted(step("llm_judge_evaluate", query=GOOD_SQL)),
+        scripted_verdict(0.9), Scripted(step("finish")), Scripted({"reasoning": "done", "sql": GOOD_SQL}),
+    ])
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm, max_judge_calls=2).run("How many users are suspended?")
+    assert answer.metrics.judge_calls == 2 and answer.sql == GOOD_SQL
+    assert answer.judge_score == pytest.approx(0.9)  # the loop's verdict on the query it settled on is kept
+    judged = {r.sql: r.judge_score for r in answer.readings}
+    assert judged[ALL_USERS] == pytest.approx(0.5) and judged[GOOD_SQL] == pytest.approx(0.9)
 
 
 def test_the_react_repair_is_off_by_default_on_the_embedded_model_only(
@@ -494,15 +414,33 @@ def test_a_program_for_the_embedded_model_builds_and_saves_no_repair_predictors(
     local = ReActAgentV2(tiny_db, lm=embedded, **options)
     assert {name for name, _ in local.named_predictors()} == {"draft", "judge"}
     local.save(str(tmp_path / "local.json"))
-    assert not [key for key in json.loads((tmp_path / "local.json").read_text()) if key.startswith("agent.")]
-    assert {"agent.react", "agent.extract.predict"} <= {n for n, _ in ReActAgentV2(tiny_db, lm=embedded, max_repair_steps=1,
-                                                                                     **options).named_predictors()}
+    assert not [key for key in json.loads((tmp_path / "local.json").read_text()) if key.startswith("repair.")]
+    assert {"repair.react", "repair.extract.predict"} <= {
+        n for n, _ in ReActAgentV2(tiny_db, lm=embedded, max_repair_steps=1, **options).named_predictors()}
 
     hosted = ReActAgentV2(tiny_db, lm=served, **options)
-    hosted.agent.react.signature = hosted.agent.react.signature.with_instructions("Tuned repair steps.")
+    hosted.repair.react.signature = hosted.repair.react.signature.with_instructions("Tuned repair steps.")
     hosted.load(str(tmp_path / "local.json"))  # a file without the loop: the program keeps its own
-    assert hosted.agent.react.signature.instructions == "Tuned repair steps."
+    assert hosted.repair.react.signature.instructions == "Tuned repair steps."
     hosted.save(str(tmp_path / "hosted.json"))
     again = ReActAgentV2(tiny_db, lm=embedded, **options)
     again.load(str(tmp_path / "hosted.json"))  # a file with the loop: built to hold what was saved
-    assert again.agent.react.signature.instructions == "Tuned repair steps."
+    assert again.repair.react.signature.instructions == "Tuned repair steps."
+
+
+def test_one_program_answers_eight_threads_at_once_and_nothing_on_it_changes(tiny_db: Path, tiny_schemas: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    questions = {f"How many users, plus {i}?": f"SELECT count(*) + {i} FROM users" for i in range(8)}
+    drafts = logprob_lm({q: scripted_draft(sql, 0.97) for q, sql in questions.items()})
+    judge = logprob_lm({"": scripted_verdict(0.9)})  # any prompt: a verdict
+    program = agent(ReActAgentV2, tiny_db, tiny_schemas, drafts, judge_lm=judge)
+    def attributes() -> dict[str, tuple[int, str]]:  # DSPy's own log of LM calls ("history") aside
+        return {name: (id(value), repr(value)) for name, value in vars(program).items() if name != "history"}
+
+    before, state = attributes(), program.dump_state()
+    with ThreadPoolExecutor(8) as pool:
+        answers = dict(zip(questions, pool.map(program.run, questions), strict=True))
+    assert {q: a.sql for q, a in answers.items()} == questions  # each thread got its own answer
+    assert all(a.judge_score == pytest.approx(0.9) and a.metrics.lm_calls == 2 for a in answers.values())
+    assert attributes() == before and program.dump_state() == state

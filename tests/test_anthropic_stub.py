@@ -53,11 +53,11 @@ def test_v2_on_anthropic_sends_model_system_prompt_and_limits_and_parses_the_stu
             lm = build_lm("anthropic/claude-haiku-4-5", cache=False)
         assert not supports_logprobs(lm) and not supports_prefill(lm)
         program = make_program("v2", db_path=tiny_db, schema_path=tiny_schemas, lm=lm, retrieval_type="keyword")
-        result = program.fields(QUESTION)
+        answer = program.run(QUESTION)
 
-    assert result["query"] == STUB_SQL and result["valid"]  # the stub's reply, parsed into the answer
-    judged = [s["observation"] for s in result["reasoning_steps"] if s["tool"] == "llm_judge_evaluate"]
-    assert judged and "(written verdict)" in judged[0] and result["judge_score"] == 1.0  # no logprobs on this API
+    assert answer.sql == STUB_SQL and answer.valid  # the stub's reply, parsed into the answer
+    judged = [s.note for s in answer.steps if s.kind == "judge"]
+    assert judged and "(written verdict)" in judged[0] and answer.judge_score == 1.0  # no logprobs on this API
     # Without token probabilities the draft's confidence is neutral, so V2 draws one sample at 0.7 (Anthropic
     # takes no seed); it agrees with the greedy draft, and the judge gets the one result.
     greedy, sample, verdict = stub.requests
@@ -72,10 +72,11 @@ def test_v2_on_anthropic_sends_model_system_prompt_and_limits_and_parses_the_stu
     assert "organizations (" in system_text(greedy.body) and "`sql`" in system_text(greedy.body)  # schema, format
     assert "impartial SQL reviewer" in system_text(verdict.body) and "`is_correct`" in system_text(verdict.body)
     assert QUESTION in str(greedy.body["messages"][-1]["content"])
-    usage = result["by_model"]["anthropic/claude-haiku-4-5"]  # the stub's token counts, priced as Haiku 4.5
-    assert usage["calls"] == result["lm_calls"] == 3
+    usage = answer.metrics.by_model["anthropic/claude-haiku-4-5"]  # the stub's token counts, priced as Haiku 4.5
+    assert usage["calls"] == answer.metrics.lm_calls == 3
     assert usage["prompt_tokens"] == 3 * 13 and usage["completion_tokens"] == 3 * 9
-    assert result["total_cost"] == pytest.approx(cost_usd("claude-haiku-4-5", 39, 27)) and result["total_cost"] > 0
+    cost = answer.metrics.cost_usd
+    assert cost == pytest.approx(cost_usd("claude-haiku-4-5", 39, 27)) and cost > 0
 
 def test_without_a_key_the_anthropic_path_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     from text2sql_dspy.programs.errors import ConfigurationError

@@ -14,6 +14,7 @@ from dspy.utils import DummyLM
 from tests.fakes import draft
 from text2sql_dspy.cli import EXIT_USER_ERROR, main
 from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.answer import Answer, Metrics, Reading, Status
 from text2sql_dspy.programs.calibration import (
     MIN_ANSWERS, Calibration, consistency, fit, load_calibration, save_calibration, signals, sure_threshold,
 )
@@ -44,11 +45,18 @@ def test_sure_threshold(probabilities: list[float], right: list[bool], minimum: 
     assert sure_threshold(probabilities, right, minimum=minimum) == expected
 
 
-def answers(judge_right: float, judge_wrong: float, n_right: int, n_wrong: int) -> list[tuple[dict, bool]]:
-    def fields(score: float) -> dict:
-        return {"query": "SELECT 1", "judge_score": score, "confidence": 0.5, "valid": True, "lm_calls": 3}
+def answer(**fields: object) -> Answer:
+    """An answered question with these fields: its query valid, unless it has none."""
+    sql = str(fields.pop("sql", "SELECT 1"))
+    readings = [Reading(sql=sql, chosen=True, valid=True)] if sql else []
+    return Answer(question="q", sql=sql, status=Status.ANSWERED if sql else Status.FAILED, readings=readings, **fields)
 
-    return [(fields(judge_right), True)] * n_right + [(fields(judge_wrong), False)] * n_wrong
+
+def answers(judge_right: float, judge_wrong: float, n_right: int, n_wrong: int) -> list[tuple[Answer, bool]]:
+    def judged(score: float) -> Answer:
+        return answer(judge_score=score, confidence=0.5, metrics=Metrics(lm_calls=3))
+
+    return [(judged(judge_right), True)] * n_right + [(judged(judge_wrong), False)] * n_wrong
 
 
 def test_fit_learns_which_signal_tells_right_from_wrong_and_survives_a_round_trip() -> None:
@@ -57,7 +65,7 @@ def test_fit_learns_which_signal_tells_right_from_wrong_and_survives_a_round_tri
     high = calibration.probability(answers(0.9, 0.2, 1, 0)[0][0])
     low = calibration.probability(answers(0.9, 0.2, 0, 1)[0][0])
     assert high > 0.8 and low < 0.5  # regularised: a perfect split on 40 answers is not taken as certainty
-    assert calibration.probability({"query": ""}) == 0.0  # no query is never right
+    assert calibration.probability(answer(sql="")) == 0.0  # no query is never right
     assert calibration.held_out_ece is not None and calibration.sure_at is not None and calibration.is_sure(high)
     assert Calibration.from_json(calibration.to_json()) == calibration
 
@@ -67,7 +75,7 @@ def test_fit_learns_which_signal_tells_right_from_wrong_and_survives_a_round_tri
     [answers(0.9, 0.2, MIN_ANSWERS - 2, 1), answers(0.9, 0.2, 30, 0), answers(0.9, 0.2, 0, 30)],
     ids=["too few", "all right", "all wrong"],
 )
-def test_no_calibration_from_too_few_answers_or_one_class(data: list[tuple[dict, bool]]) -> None:
+def test_no_calibration_from_too_few_answers_or_one_class(data: list[tuple[Answer, bool]]) -> None:
     assert fit(data) is None
 
 
@@ -80,7 +88,7 @@ def test_no_calibration_from_too_few_answers_or_one_class(data: list[tuple[dict,
     ],
 )
 def test_signals_read_the_programs_own_confidence_not_the_calibrated_one(fields: dict, judge_and_confidence: list) -> None:
-    assert signals(fields)[:2] == judge_and_confidence
+    assert signals(answer(**fields))[:2] == judge_and_confidence
 
 
 def test_consistency_tells_a_calibrated_probability_from_an_overconfident_one() -> None:
@@ -138,7 +146,7 @@ def test_calibrate_answers_each_stored_pair_and_saves_the_fit(
     name = Baseline(tiny_db, retrieval_type="keyword").calibration_name()  # the program the command built
     calibration = load_calibration(database_key(source), name, "dummy")
     assert calibration is not None and (calibration.answers, calibration.right) == (24, 18)
-    assert calibration.probability({"query": "SELECT 1", "confidence": 0.5}) == pytest.approx(0.75, abs=0.05)
+    assert calibration.probability(answer(confidence=0.5)) == pytest.approx(0.75, abs=0.05)
 
     # a later run answers only the pair added since; the others' answers were kept
     store.add_pair(source, "Question number 99 please", "SELECT id FROM users WHERE id > 0")

@@ -295,10 +295,10 @@ def test_a_data_folder_serves_a_db_id_from_postgres(postgres: Server, tmp_path: 
 def test_an_agent_answers_from_a_postgres_url_and_a_hostile_answer_is_refused(postgres: Server) -> None:
     url = postgres.reader_url("saas")
     good = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT count(*) FROM users WHERE status = 'suspended'"))
-    answer = good.fields("How many users are suspended?")
-    assert answer["valid"] and "users" in answer["query"]
+    answer = good.run("How many users are suspended?")
+    assert answer.valid and "users" in answer.sql
     bad = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT 1; DROP TABLE users"))
-    assert not bad.fields("drop the users")["valid"]
+    assert not bad.run("drop the users").valid
 
 
 @pytest.mark.parametrize("sql, rewritten", [
@@ -318,10 +318,10 @@ def test_a_draft_sqlite_accepts_and_postgres_refuses_runs_on_postgres_as_on_sqli
     url = postgres.reader_url("saas")
     source = open_source(url)
     assert not source.database.execute(sql).ok  # PostgreSQL itself refuses the draft as written
-    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).fields("A question")
-    assert answer["valid"] and rewritten in answer["query"]
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("A question")
+    assert answer.valid and rewritten in answer.sql
     on_sqlite = open_source(bundled_database_file()).database.execute(sql).rows
-    assert on_sqlite and source.database.execute(answer["query"]).rows == on_sqlite
+    assert on_sqlite and source.database.execute(answer.sql).rows == on_sqlite
 
 
 def test_a_draft_taking_the_year_of_a_text_timestamp_runs_on_postgres(postgres: Server) -> None:
@@ -329,9 +329,9 @@ def test_a_draft_taking_the_year_of_a_text_timestamp_runs_on_postgres(postgres: 
     sql = "SELECT COUNT(*) FROM audit_events WHERE EXTRACT(YEAR FROM occurred_at) = 2025"
     source = open_source(url)
     assert "occurred_at" in source.text_column_names and not source.database.execute(sql).ok
-    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).fields("How many audit events in 2025?")
-    assert answer["valid"] and "CAST(occurred_at AS TIMESTAMP)" in answer["query"]
-    assert source.database.execute(answer["query"]).rows[0][0] > 0
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(sql)).run("How many audit events in 2025?")
+    assert answer.valid and "CAST(occurred_at AS TIMESTAMP)" in answer.sql
+    assert source.database.execute(answer.sql).rows[0][0] > 0
 
 
 # --- DuckDB -----------------------------------------------------------------------------------
@@ -377,10 +377,10 @@ def test_a_draft_sqlite_accepts_and_duckdb_refuses_runs_on_duckdb(
 ) -> None:
     source = open_source(f"duckdb:///{duckdb_file}")
     assert not source.database.execute(sql).ok
-    answer = ReActAgent(f"duckdb:///{duckdb_file}", retrieval_type="keyword", lm=obeying_lm(sql)).fields("Which users?")
-    assert answer["valid"] and rewritten in answer["query"]
+    answer = ReActAgent(f"duckdb:///{duckdb_file}", retrieval_type="keyword", lm=obeying_lm(sql)).run("Which users?")
+    assert answer.valid and rewritten in answer.sql
     on_sqlite = open_source(tiny_db).database.execute(sql).rows
-    assert on_sqlite and source.database.execute(answer["query"]).rows == on_sqlite
+    assert on_sqlite and source.database.execute(answer.sql).rows == on_sqlite
 
 
 def test_duckdb_file_path_alone_is_enough(duckdb_file: Path) -> None:

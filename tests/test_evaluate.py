@@ -40,7 +40,7 @@ def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_d
     assert abs(summary["execution_accuracy"] - 1 / 3) < 1e-9
     assert abs(summary["relaxed_accuracy"] - 2 / 3) < 1e-9
     records = results["records"]["baseline"]
-    assert "malformed model reply" in records[1]["fallback_reason"] and not records[1]["correct"]
+    assert "malformed model reply" in records[1]["reason"] and not records[1]["correct"]
     assert (out / "report.md").read_text().count("| Execution accuracy | 33.3% |") == 1
     assert (out / "comparison.png").stat().st_size > 0
 
@@ -74,13 +74,14 @@ def test_a_different_dataset_cannot_be_mixed_into_a_run(tmp_path: Path, tiny_db:
     assert code == 2 and "use another --out" in capsys.readouterr().err
 
 
-def test_records_keep_the_agents_tool_path(tmp_path: Path, tiny_db: Path) -> None:
+def test_records_hold_the_answer_as_the_program_built_it(tmp_path: Path, tiny_db: Path) -> None:
     data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
     with dspy.context(lm=DummyLM([draft(QUESTIONS[0][1])])):
         assert evaluation.main(["--data", str(data), "--program", "v1", "--retrieval", "keyword", "--limit", "1",
                               "--out", str(out)]) == 0
     record = json.loads((out / "records.jsonl").read_text().splitlines()[0])
-    assert record["tools"] == ["validate_sql", "submit_answer"] and record["steps"] == 2 and record["correct"]
+    assert [s["kind"] for s in record["steps"]] == ["draft", "check", "run"] and record["correct"]
+    assert evaluation.answer_of(record).sql == QUESTIONS[0][1] == record["sql"]
 
 
 def test_the_report_compares_programs_question_by_question(tmp_path: Path, tiny_db: Path) -> None:
@@ -109,7 +110,7 @@ def test_sign_test_of_a_one_sided_difference() -> None:
 def test_roc_auc_of_confidence_and_judge_scores() -> None:
     from text2sql_dspy.optimize.report import summarize
 
-    rows = [{"correct": c, "confidence": p, "judge_score": j, "latency_s": 1.0}
+    rows = [{"correct": c, "confidence": p, "judge_score": j, "metrics": {"latency_s": 1.0}}
             for c, p, j in [(True, 0.9, 0.2), (True, 0.7, 0.9), (False, 0.8, 0.5), (False, 0.1, 0.6)]]
     summary = summarize(rows)
     assert summary["confidence_auc"] == 0.75  # of 4 (right, wrong) pairs, 3 rank the right answer higher
@@ -140,7 +141,7 @@ def test_risk_coverage_keeps_the_most_confident_first_and_ties_together() -> Non
 def test_the_report_shows_answers_at_each_confidence_and_draws_the_curves(tmp_path: Path) -> None:
     from text2sql_dspy.optimize.report import write_report, summarize
 
-    rows = [{"index": i, "correct": c, "confidence": p, "judge_score": p, "latency_s": 1.0}
+    rows = [{"index": i, "correct": c, "confidence": p, "judge_score": p, "metrics": {"latency_s": 1.0}}
             for i, (c, p) in enumerate([(True, 0.95), (True, 0.75), (False, 0.72), (False, 0.2)])]
     write_report(tmp_path, {"v2": summarize(rows)}, {"v2": rows}, {"data": "d", "split": "s", "questions": 4})
     report = (tmp_path / "report.md").read_text()
@@ -154,7 +155,7 @@ def test_the_report_shows_answers_at_each_confidence_and_draws_the_curves(tmp_pa
 def test_a_tiny_sign_test_p_is_written_as_below_a_thousandth() -> None:
     from text2sql_dspy.optimize.report import markdown_report, summarize
 
-    rows = [{"correct": True, "latency_s": 1.0}]
+    rows = [{"correct": True, "metrics": {"latency_s": 1.0}}]
     paired = {"questions": 13, "reference_correct": 0, "other_correct": 13, "gained": 13, "lost": 0,
               "sign_test_p": 2 * 0.5**13}
     text = markdown_report({"a": summarize(rows), "b": summarize(rows)},

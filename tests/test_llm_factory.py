@@ -17,7 +17,8 @@ from text2sql_dspy.programs.errors import ConfigurationError, ModelFilesError, T
 from text2sql_dspy.programs.llm import factory, model_files, pricing
 from dspy.lm15 import FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
 
-from text2sql_dspy.programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, _llama_response_format, request_to_messages
+from text2sql_dspy.programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, request_to_messages
+from text2sql_dspy.programs.llm.llama_messages import llama_response_format as _llama_response_format
 
 MODEL_ENV = ("TEXT2SQL_MODEL", "TEXT2SQL_JUDGE_MODEL", "LLM_JUDGE_MODEL", "TEXT2SQL_API_BASE",
              "OPENAI_API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TEXT2SQL_N_CTX", "TEXT2SQL_N_THREADS")

@@ -15,7 +15,8 @@ from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.signatures import DraftSQL
-from tests.fakes import BAD_SQL, GOOD_SQL, RecordedLM, draft, step, tools_used, verdict
+from text2sql_dspy.programs.agents.drafting import NEUTRAL_CONFIDENCE
+from tests.fakes import BAD_SQL, GOOD_SQL, RecordedLM, draft, step, verdict
 
 ALL_USERS = "SELECT count(*) FROM users"
 
@@ -50,10 +51,11 @@ BAD_ARGUMENTS = {
     "query_a_list": step("validate_sql", query=["SELECT", 1]),
     "query_null": step("validate_sql", query=None),
     "query_an_object": step("validate_sql", query={"sql": GOOD_SQL}),
-    "missing_argument": step("submit_answer", query=GOOD_SQL),
+    "missing_argument": step("validate_sql"),
     "unknown_argument": step("validate_sql", sql=GOOD_SQL),
-    "confidence_a_word": step("submit_answer", query=GOOD_SQL, explanation="x", confidence="very sure"),
+    "top_k_a_word": step("retrieve_tables", query="users", top_k="many"),
 }
+EXTRACT = {"reasoning": "status holds it", "sql": GOOD_SQL}  # the loop's last word: the query it settled on
 PROGRAMS = {"v1": ReActAgent, "v2": ReActAgentV2}
 
 
@@ -90,23 +92,33 @@ def test_an_unreadable_draft_is_an_error_not_an_exception(reply: str) -> None:
 def test_unreadable_draft_lets_the_agent_write_the_query_itself(
     tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
 ) -> None:
-    answers = [reply, step("validate_sql", query=GOOD_SQL),  # one call: no JSON-formatted retry of the draft
-               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
-    result = build(kind, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert result["query"] == GOOD_SQL and result["valid"]
-    assert tools_used(result) == ["validate_sql", "submit_answer"]  # no opening: the draft was unreadable
+    answers = [reply, step("validate_sql", query=GOOD_SQL), step("finish"), EXTRACT]  # one call: no JSON retry
+    answer = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.valid
+    assert [s.kind for s in answer.steps][:3] == ["draft", "validate_sql", "finish"]  # no second draft: the loop
 
 
 @pytest.mark.parametrize("kind", PROGRAMS)
 @pytest.mark.parametrize("reply", MALFORMED_STEPS.values(), ids=MALFORMED_STEPS.keys())
-def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
+def test_unreadable_step_ends_the_loop_and_its_last_word_is_checked(
     tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
 ) -> None:
-    answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), reply]  # one call: no JSON retry
-    result = build(kind, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    assert "malformed model reply" in result["fallback_reason"]
-    assert result["query"] == GOOD_SQL and result["valid"] and result["confidence"] <= 0.3
-    assert result.get("judge_calls", 0) == 0  # V2 too: nothing was submitted, so nothing was judged
+    answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), reply, EXTRACT]  # one call: no JSON retry
+    answer = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.valid
+    assert answer.metrics.repair_steps == 1  # the malformed step ended the loop
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+@pytest.mark.parametrize("reply", MALFORMED_DRAFTS.values(), ids=MALFORMED_DRAFTS.keys())
+def test_an_unreadable_last_word_ends_in_the_best_query_so_far_with_the_reason(
+    tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
+) -> None:
+    answers = [*failed_opening(kind), step("validate_sql", query=GOOD_SQL), step("finish"), reply]
+    answer = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert "malformed model reply" in answer.reason and answer.explanation.startswith("Best effort")
+    assert answer.sql == GOOD_SQL and answer.valid and answer.confidence <= 0.3
+    assert answer.metrics.judge_calls == 0  # V2 too: nothing was submitted, so nothing was judged
 
 
 @pytest.mark.parametrize("kind", PROGRAMS)
@@ -114,12 +126,11 @@ def test_unreadable_step_ends_in_the_best_query_so_far_with_the_reason(
 def test_arguments_of_the_wrong_type_become_an_observation(
     tiny_db: Path, tiny_schemas: Path, kind: str, bad: dict[str, Any]
 ) -> None:
-    answers = [*failed_opening(kind), bad, step("validate_sql", query=GOOD_SQL),
-               step("submit_answer", query=GOOD_SQL, explanation="x", confidence=0.8)]  # fmt: skip
-    result = build(kind, tiny_db, tiny_schemas, answers).fields("How many users are suspended?")
-    observation = result["reasoning_steps"][1]["observation"]
-    assert observation.startswith(f"Bad arguments for {bad['next_tool_name']}: ") and "Expected: {" in observation
-    assert result["query"] == GOOD_SQL and result["valid"]
+    answers = [*failed_opening(kind), bad, step("validate_sql", query=GOOD_SQL), step("finish"), EXTRACT]
+    answer = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    loop = [s for s in answer.steps if s.kind in ("validate_sql", "retrieve_tables", "finish")]
+    assert loop[0].note.startswith(f"Execution error in {bad['next_tool_name']}")
+    assert answer.sql == GOOD_SQL and answer.valid
 
 
 @pytest.mark.parametrize("spec", ["baseline", "v1", "v2"])
@@ -132,8 +143,8 @@ def test_answer_one_records_a_malformed_reply_without_an_error(
     example = dspy.Example(question="How many users are suspended?", db_id="tiny", db_path=str(tiny_db), gold_sql=GOOD_SQL)
     record = evaluation.answer_one(program, spec, 0, example)
     assert "error" not in record, record.get("error")  # the program itself coped; answer_one's net was not needed
-    assert "malformed model reply" in (record.get("fallback_reason") or "")
-    assert record["correct"] is False and record["query"] == ""
+    assert "malformed model reply" in record["reason"] and record["status"] == "failed"
+    assert record["correct"] is False and record["sql"] == ""
 
 
 # --- judge failures ---------------------------------------------------------------------------
@@ -144,14 +155,13 @@ def test_unparseable_judge_output_scores_zero_with_the_reason_in_the_run(tiny_db
     judge = RecordedLM(["not a verdict", "{still: not json"])
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
                            judge_lm=judge)  # fmt: skip
-    result = program.fields("How many users are suspended?")
-    judged = result["reasoning_steps"][1]
-    assert judged["tool"] == "llm_judge_evaluate" and "judge output unusable" in judged["observation"]
-    assert "Score: [..........] 0%" in judged["observation"]
-    assert result["judge_score"] == 0.0 and result["final_judge_score"] == 0.0
-    assert not result["judge_degraded"]  # the judge answered, badly: a score, not a degradation
-    assert result["query"] == GOOD_SQL and result["confidence"] == pytest.approx(0.3)  # 0.2 raised into 0.3-0.5
-    assert tools_used(result) == ["validate_sql", "llm_judge_evaluate", "submit_answer"]
+    answer = program.run("How many users are suspended?")
+    judged = next(s for s in answer.steps if s.kind == "judge")
+    assert judged.note.startswith("P(right) 0.00: judge output unusable")
+    assert answer.judge_score == 0.0 and answer.readings[0].judge_score == 0.0
+    assert not answer.metrics.judge_errors  # the judge answered, badly: a score, not a degradation
+    assert answer.sql == GOOD_SQL and answer.confidence == pytest.approx(0.3)  # 0.2 raised into 0.3-0.5
+    assert [s.kind for s in answer.steps] == ["draft", "check", "run", "sample", "judge", "choose"]
 
 
 class FlakyEngine:
@@ -176,15 +186,16 @@ class FlakyEngine:
 
 def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
     answers = [*failed_opening("v2"), step("validate_sql", query=ALL_USERS), step("llm_judge_evaluate", query=ALL_USERS),
-               step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL),
-               step("submit_answer", query=GOOD_SQL, explanation="adds the filter", confidence=0.8)]  # fmt: skip
+               step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL), step("finish"),
+               EXTRACT]  # fmt: skip
     engine = FlakyEngine([verdict(False, ["no filter"])], good_calls=1)
     judge = dspy.LM("flaky/judge", engine=engine, num_retries=0, cache=False)  # every call reaches the engine
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers), max_repair_steps=10,
                            judge_lm=judge)  # fmt: skip
-    result = program.fields("How many users are suspended?")
-    assert "NEEDS IMPROVEMENT" in result["reasoning_steps"][2]["observation"]  # the first verdict arrived
-    assert result["reasoning_steps"][4]["observation"].startswith("The judge is unavailable")
-    assert result["judge_degraded"] and "judge service went down" in result["judge_errors"][0]
-    assert result["query"] == GOOD_SQL and result["valid"]
-    assert result["judge_score"] is None and result["confidence"] == pytest.approx(0.8)  # V1's confidence rule
+    answer = program.run("How many users are suspended?")
+    verdicts = [s.note for s in answer.steps if s.kind == "llm_judge_evaluate"]
+    assert verdicts[0].startswith("P(right) = 0.00. Issues: no filter")  # the first verdict arrived
+    assert verdicts[1].startswith("The judge is unavailable")
+    assert "judge service went down" in answer.metrics.judge_errors[0] and "the judge failed" in answer.reason
+    assert answer.sql == GOOD_SQL and answer.valid
+    assert answer.judge_score is None and answer.confidence == pytest.approx(NEUTRAL_CONFIDENCE)  # V1's rule

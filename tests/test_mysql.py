@@ -264,12 +264,12 @@ def test_a_data_folder_serves_a_db_id_from_mariadb(mariadb: Server, tmp_path: Pa
 def test_an_agent_answers_from_a_mysql_url_and_a_hostile_answer_is_refused(mariadb: Server) -> None:
     url = mariadb.reader_url("saas")
     draft = "SELECT full_name || ' <' || email || '>' FROM users WHERE status = \"suspended\" ORDER BY id"
-    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(draft)).fields("Who is suspended?")
-    assert answer["valid"] and "CONCAT(full_name, ' <', email, '>')" in answer["query"], answer["query"]
+    answer = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(draft)).run("Who is suspended?")
+    assert answer.valid and "CONCAT(full_name, ' <', email, '>')" in answer.sql, answer.sql
     on_sqlite = open_database(bundled_database_file()).execute(draft).rows
-    assert on_sqlite and open_database(url).execute(answer["query"]).rows == on_sqlite
+    assert on_sqlite and open_database(url).execute(answer.sql).rows == on_sqlite
     for hostile in ("SELECT 1; DROP TABLE users", "SELECT * FROM users INTO OUTFILE '/tmp/u.csv'", "DO SLEEP(60)"):
-        assert not ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(hostile)).fields("drop the users")["valid"]
+        assert not ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(hostile)).run("drop the users").valid
 
 
 def test_text2sql_ask_with_a_mysql_url_prints_and_runs_the_answer(mariadb: Server, capsys: pytest.CaptureFixture[str]) -> None:

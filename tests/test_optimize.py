@@ -13,6 +13,7 @@ from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize.compile_command import main as optimize_main
 from text2sql_dspy.optimize.demos import compact_reflections, keep_tables
+from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.query.tables_read import tables_read
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
@@ -42,7 +43,8 @@ def example(tiny_db: Path, question: str = QUESTION, gold: str | None = GOOD) ->
 
 
 def answer(sql: str) -> dspy.Prediction:
-    return dspy.Prediction(query=sql, explanation="counts suspended users")
+    return dspy.Prediction(answer=Answer(question="How many users are suspended?", sql=sql, status=Status.ANSWERED,
+                                         explanation="counts suspended users"))
 
 
 # --------------------------------------------------------------------------- metrics
@@ -204,7 +206,7 @@ def test_bootstrap_compile_saves_state_and_sidecar_and_loads_back(tmp_path: Path
     assert meta["train_size"] == 3 and meta["dev_size"] == 1 and meta["seed"] == 0 and meta["date"]
     assert meta["dev_before"] == {"metric": 0.95, "execution_accuracy": 1.0, "n": 1}
     assert meta["demos"]["draft"] == 2
-    assert meta["demos"]["judge"] == meta["demos"]["agent.react"] == meta["demos"]["agent.extract.predict"] == 0
+    assert meta["demos"]["judge"] == meta["demos"]["repair.react"] == meta["demos"]["repair.extract.predict"] == 0
     assert not state_of(out)["judge"]["demos"], "a judge demo would be the judge's own verdict, not the truth"
     audit = meta["trace_audit"]  # every training trace the optimizer scored, set against execution
     assert audit["traces"] == len(meta["traces"]) >= 2 and audit["metric_accepts_execution_rejects"] == 0

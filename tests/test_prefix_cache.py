@@ -204,7 +204,7 @@ def test_a_corrupt_disk_entry_falls_back_to_ram(tmp_path: Path) -> None:
 
 def test_the_disk_tier_size_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from text2sql_dspy.programs.errors import ConfigurationError
-    from text2sql_dspy.programs.llm import llama_engine
+    from text2sql_dspy.programs.llm import shared_llama as llama_engine
 
     monkeypatch.delenv(llama_engine.KV_CACHE_BYTES_ENV, raising=False)
     assert llama_engine._disk_cache_bytes() == llama_engine.DEFAULT_DISK_CACHE_BYTES
@@ -220,7 +220,7 @@ def test_the_disk_tier_size_comes_from_the_environment(monkeypatch: pytest.Monke
 
 
 def test_the_disk_folder_is_keyed_by_the_model_file_and_context(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from text2sql_dspy.programs.llm import llama_engine
+    from text2sql_dspy.programs.llm import shared_llama as llama_engine
 
     monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))
     model = tmp_path / "model.gguf"

@@ -67,11 +67,11 @@ def test_v2_answers_an_easy_bundled_question_with_sql_that_runs(local_lm: dspy.L
 
     # A schema budget of 0 keeps this prompt to the 3 retrieved tables (the whole schema is ~8k tokens).
     agent = ReActAgentV2(bundled_database(), retrieval_type="keyword", top_k=3, schema_budget=0, lm=build_lm("local"))
-    result = agent.fields("How many organizations are there?")
-    assert result["valid"], result["reasoning_steps"]
-    rows = agent.source().database.execute(result["query"])
+    answer = agent.run("How many organizations are there?")
+    assert answer.valid, answer.steps
+    rows = agent.source().database.execute(answer.sql)
     assert rows.ok and rows.rows, rows.error
-    assert result["lm_calls"] >= 2 and result["judge_calls"] >= 1
+    assert answer.metrics.lm_calls >= 2 and answer.metrics.judge_calls >= 1
 
 
 def test_token_logprobs_give_the_draft_a_confidence_and_the_judge_a_probability(local_lm: dspy.LM) -> None:
@@ -123,8 +123,8 @@ def test_a_stored_pair_changes_the_answer(local_lm: dspy.LM, tiny_db, tiny_schem
     store.add_pair(learner.source(), "How many VIP users are there?",
                    "SELECT count(*) FROM users WHERE organization_id = 1")
     question = "List the emails of the VIP users."
-    without = Baseline(tiny_db, **source_options).fields(question)["query"]
-    with_pair = learner.fields(question)["query"]
+    without = Baseline(tiny_db, **source_options).run(question).sql
+    with_pair = learner.run(question).sql
     rows = learner.source().database.execute(with_pair)
     assert rows.ok and sorted(r[0] for r in rows.rows) == ["ann@acme.test", "bob@acme.test"], with_pair
     assert "organization_id = 1" in with_pair and "organization_id = 1" not in without, (without, with_pair)
@@ -151,7 +151,7 @@ def test_a_looked_up_value_turns_a_wrong_answer_into_a_right_one(tmp_path) -> No
     database = open_database(path)
 
     def count(lookup: bool) -> object:
-        query = make_program("baseline", db_path=path, lm=lm, lookup_values=lookup).fields(question)["query"]
+        query = make_program("baseline", db_path=path, lm=lm, lookup_values=lookup).run(question).sql
         result = database.execute(query)
         return result.rows[0][0] if result.ok and result.rows else None
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.scope import traverse_scope
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
-from text2sql_dspy.programs.query.findings import Findings
 from text2sql_dspy.programs.query.names import did_you_mean, normalize_names, written
-from text2sql_dspy.programs.query.resolution import check_names
+from text2sql_dspy.programs.query.resolution import catalog_tables, check_names
+from text2sql_dspy.programs.query.validator import ValidationResult
 
 CATALOG = Catalog(
     db_id="shop",
@@ -76,11 +77,10 @@ def test_did_you_mean(name: str, candidates: list[str], expected: str) -> None:
     assert did_you_mean(name, candidates) == expected
 
 
-def _check(sql: str, dialect: str = "sqlite") -> Findings:
-    tree = normalize_names(sqlglot.parse_one(sql, read=dialect))
-    found = Findings()
-    check_names(tree, sql, CatalogSchema(CATALOG, dialect), found)
-    return found
+def _check(sql: str, dialect: str = "sqlite") -> ValidationResult:
+    scopes = traverse_scope(normalize_names(sqlglot.parse_one(sql, read=dialect)))
+    schema = CatalogSchema(CATALOG, dialect)
+    return ValidationResult.of(check_names(scopes, sql, schema), sql, tables=catalog_tables(scopes, schema))
 
 
 @pytest.mark.parametrize(

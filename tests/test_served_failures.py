@@ -83,8 +83,8 @@ def test_json_of_the_wrong_shape_is_a_recorded_unusable_reply(tiny_db: Path, tmp
         data, out = write_spider_folder(tmp_path / "spider", tiny_db, {"test": QUESTIONS[:1]}), tmp_path / "run"
         assert evaluate(data, out) == 0
     (record,) = records(out)
-    assert record["query"] == "" and not record["correct"] and "error" not in record
-    assert "malformed model reply" in record["fallback_reason"] or "no SQL" in record["fallback_reason"]
+    assert record["sql"] == "" and not record["correct"] and "error" not in record
+    assert "malformed model reply" in record["reason"] or "no SQL" in record["reason"]
 
 
 def test_a_slow_server_fails_questions_stops_the_run_and_a_rerun_completes(tiny_db: Path, tmp_path: Path,

@@ -80,7 +80,7 @@ def test_ask_json_counts_the_servers_tokens_and_names_the_judges_source(served_e
     usage = metrics["by_model"][ROUTED]
     assert usage["calls"] == metrics["lm_calls"] and usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0
     assert metrics["cost_usd"] == 0.0 and answer["status"] == "answered"
-    judged = [s["observation"] for s in answer["steps"] if s["tool"] == "llm_judge_evaluate"]
+    judged = [s["note"] for s in answer["steps"] if s["kind"] == "judge"]
     assert judged and "judge model's probability of 'True'" in judged[0]  # the score came from the server's logprobs
 
 
@@ -91,13 +91,13 @@ def test_v2_through_the_server_gives_the_in_process_engines_answer(served_env: S
     answers = {}
     for model in (served_env.model, "local"):
         program = make_program("v2", db_path=tiny_db, schema_path=tiny_schemas, model_id=model, retrieval_type="keyword")
-        answers[model] = program.fields(QUESTION)
+        answers[model] = program.run(QUESTION)
     served, local = answers[served_env.model], answers["local"]
-    assert served["valid"] and local["valid"]
-    assert rows_of(tiny_db, served["query"]) == rows_of(tiny_db, local["query"]) == [(2,)]
+    assert served.valid and local.valid
+    assert rows_of(tiny_db, served.sql) == rows_of(tiny_db, local.sql) == [(2,)]
     # Greedy on the same weights: the same query. The prompts differ by the prefilled field marker (the embedded
     # engine's alone) and the server's default repeat_penalty 1.1 (1.0 in process), which a one-line count survives.
-    assert canonical(served["query"]) == canonical(local["query"])
+    assert canonical(served.sql) == canonical(local.sql)
     assert served["judge_score"] == pytest.approx(local["judge_score"], abs=0.15)
 
 

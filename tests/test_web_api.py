@@ -49,7 +49,7 @@ def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Serv
     assert body["sql"] == FAILED_BY_USER and body["status"] == "answered" and body["db"] == "tiny" and body["program"] == "v1"
     assert body["question"] == QUESTION and body["explanation"] and body["judge_score"] is None
     assert [r["sql"] for r in body["readings"] if r["chosen"]] == [FAILED_BY_USER]
-    assert body["steps"][0]["tool"] == "validate_sql" and body["metrics"]["lm_calls"] >= 1
+    assert body["steps"][0]["kind"] == "draft" and body["metrics"]["lm_calls"] >= 1
     assert body["sql_pretty"].startswith("SELECT\n  u.email,\n  COUNT(*) AS failed\nFROM users AS u")
     assert body["result"]["columns"] == ["email", "failed"]
     assert body["result"]["rows"] == [["bob@acme.test", 3], ["ann@acme.test", 1]] and body["result"]["row_count"] == 2

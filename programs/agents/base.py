@@ -1,9 +1,13 @@
 """What every text-to-SQL program shares: its database, its LMs, and the shape of its answer.
 
-A program answers ``forward(question, db_path=None)`` with a ``dspy.Prediction``
-(usable by ``dspy.Evaluate`` and the optimizers) and ``run(question)`` with the same as an
-:class:`~text2sql_dspy.programs.answer.Answer`. Subclasses implement :meth:`Text2SQLProgram.answer`; this class validates the question,
-opens the database, sets the LM, meters calls, tokens and cost, and times the call.
+A program answers ``forward(question, db_path=None)`` with a ``dspy.Prediction`` whose ``answer`` is an
+:class:`~text2sql_dspy.programs.answer.Answer` (usable by ``dspy.Evaluate`` and the optimizers), and
+``run(question)`` with that answer. Subclasses implement :meth:`Text2SQLProgram.answer`; this class checks the
+question, opens the database, sets the LM, meters calls, tokens and cost, times the call and applies the
+database's calibration.
+
+Nothing on a program changes while it answers, so one program serves many threads: its LM is the one given,
+else DSPy's configured one, else built once per model name by a lock-guarded cache (:func:`built_lm`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +41,8 @@ from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, d
 from text2sql_dspy.programs.usage import metered
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector"})  # copies of a program share these
+_BUILT: dict[tuple[str, str], dspy.LM] = {}  # (model name, role) -> the LM built for it, one per process
+_BUILDING = threading.Lock()
 
 
 class Text2SQLProgram(dspy.Module):
@@ -88,12 +95,12 @@ class Text2SQLProgram(dspy.Module):
 
     @property
     def lm(self) -> dspy.LM:
-        """The agent's LM: the one given, else ``dspy.settings.lm``, else built from ``model_id``/env."""
-        if self._lm is None:
-            from text2sql_dspy.programs.llm.factory import build_lm
-
-            self._lm = dspy.settings.lm if (self.model_id is None and dspy.settings.lm) else build_lm(self.model_id)
-        return self._lm
+        """The agent's LM: the one given, else ``dspy.settings.lm``, else built from ``model_id``/env (once)."""
+        if self._lm is not None:
+            return self._lm
+        if self.model_id is None and dspy.settings.lm:
+            return dspy.settings.lm
+        return built_lm(self.model_id)
 
     def source(self, db_path: Path | str | None = None) -> DataSource:
         path = db_path or self.db_path
@@ -116,58 +123,69 @@ class Text2SQLProgram(dspy.Module):
         return replace(view, text=text, facts=facts)
 
     def forward(self, question: str, db_path: str | None = None, hint: str = "", history: Any = None) -> dspy.Prediction:
-        """``history``: the conversation's earlier turns (:class:`~..conversation.Turn` objects or dicts, or text)."""
+        """``history``: the conversation's earlier turns (:class:`~..conversation.Turn` objects or dicts, or text).
+        Returns ``dspy.Prediction(answer=Answer)``."""
         question = check_question(question)
         source = self.source(db_path)
         start = time.perf_counter()
-        with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()), metered() as usage:
-            fields = self.answer(question, source, " ".join(str(hint or "").split()), render_history(history))
-        fields.update(usage.to_dict())
-        fields["latency_s"] = time.perf_counter() - start
-        self.calibrate(source, fields)
-        return dspy.Prediction(**fields)
+        lm = self.lm
+        with dspy.context(lm=lm, adapter=dspy.settings.adapter or StablePrefixAdapter()), metered() as usage:
+            answer = self.answer(question, source, " ".join(str(hint or "").split()), render_history(history))
+        metrics = answer.metrics.model_copy(update={
+            "lm_calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "cost_usd": usage.cost_usd, "by_model": usage.by_model_dict(), "latency_s": time.perf_counter() - start,
+        })
+        answer = answer.model_copy(update={"metrics": metrics})
+        return dspy.Prediction(answer=self.calibrated(source, answer, lm))
 
-    def calibrate(self, source: DataSource, fields: dict[str, Any]) -> None:
-        """With a calibration saved for this database, program and model (``text2sql calibrate``), ``confidence``
-        becomes the probability that the answer is right (the program's own score kept as ``raw_confidence``);
-        ``calibrated`` says which it is."""
-        calibration = load_calibration(database_key(source), self.calibration_name(), lm_name(self.lm))
-        fields["calibrated"] = calibration is not None
-        if calibration is not None:
-            fields["raw_confidence"] = fields.get("confidence", 0.0)
-            fields["confidence"] = calibration.probability(fields)
-            fields["sure"] = calibration.is_sure(fields["confidence"])
-            fields["calibration"] = calibration.describe()
+    def calibrated(self, source: DataSource, answer: Answer, lm: Any) -> Answer:
+        """With a calibration saved for this database, program and model (``text2sql calibrate``), the answer whose
+        ``confidence`` is the probability that it is right (the program's own score kept as ``raw_confidence``);
+        else the answer as it is."""
+        calibration = load_calibration(database_key(source), self.calibration_name(), lm_name(lm))
+        if calibration is None:
+            return answer
+        probability = calibration.probability(answer)
+        return answer.model_copy(update={
+            "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True,
+            "sure": calibration.is_sure(probability), "calibration": calibration.describe(),
+        })
 
     def calibration_name(self) -> str:
         """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes
         through (each predictor's instructions, fields and demos; the repair loop's, built only where it runs, aside),
         so a calibration fitted with a compiled program never applies to the plain one, nor the other way round."""
         prompts = {name: {k: v for k, v in predictor.dump_state().items() if k != "lm"}
-                   for name, predictor in self.named_predictors() if not name.startswith("agent.")}
+                   for name, predictor in self.named_predictors() if not name.startswith("repair.")}
         digest = hashlib.sha256(json.dumps(prompts, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return f"{type(self).__name__}-{digest}"
 
     def run(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None) -> Answer:
         """Answer ``question`` (``hint``: what its terms mean, as BIRD's evidence says; ``history``: the earlier
         turns of its conversation) as an :class:`Answer`."""
-        return Answer.from_fields(question, self.fields(question, db_path, hint, history))
-
-    def fields(self, question: str, db_path: Path | str | None = None, hint: str = "", history: Any = None
-               ) -> dict[str, Any]:
-        """``forward``'s fields as a plain dict: ``query``, ``explanation``, ``confidence``, ``judge_score``,
-        ``readings``, ``reasoning_steps`` and the per-question metrics (what ``text2sql evaluate`` records)."""
         path = None if db_path is None else str(db_path)
-        return dict(self(question=question, db_path=path, hint=hint, history=history).items())
+        return self(question=question, db_path=path, hint=hint, history=history).answer
 
     def conversation(self, db_path: Path | str | None = None) -> Conversation:
         """A thread of follow-up questions over ``db_path`` (default: the program's database)."""
         return Conversation(self, db_path)
 
-    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
-        """Subclasses: the answer's fields (at least ``query``, ``explanation``, ``confidence``); ``history`` is the
-        conversation's earlier turns as text (:func:`~..conversation.render_history`)."""
+    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> Answer:
+        """Subclasses: the answer (its metrics' usage and latency are filled in by :meth:`forward`); ``history`` is
+        the conversation's earlier turns as text (:func:`~..conversation.render_history`)."""
         raise NotImplementedError
+
+
+def built_lm(model_id: str | None, role: str = "agent") -> dspy.LM:
+    """The LM for ``model_id`` (None: the environment's or the embedded default) in ``role``, built once per process
+    and shared by every program and thread that asks for it."""
+    from text2sql_dspy.programs.llm.factory import build_lm, resolve_model_name
+
+    key = (resolve_model_name(model_id, role=role), role)
+    with _BUILDING:
+        if key not in _BUILT:
+            _BUILT[key] = build_lm(key[0], role=role)
+        return _BUILT[key]
 
 
 def lm_name(lm: Any) -> str:

@@ -8,7 +8,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.drafting import draft_sql
-from text2sql_dspy.programs.answer import Reading
+from text2sql_dspy.programs.answer import Answer, Reading, Status, Step
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL
@@ -21,21 +21,18 @@ class Baseline(Text2SQLProgram):
         super().__init__(*args, **kwargs)
         self.draft = dspy.Predict(DraftSQL)
 
-    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> dict[str, Any]:
+    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> Answer:
         view = self.schema(source, question, hint, history)
         draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text, facts=view.facts)
-        sql, error = draft.sql, draft.error
-        if sql and (check := source.validator.validate(sql)).dangerous:
-            error, sql = "refused, the draft is not a read-only query: " + "; ".join(check.errors), ""
-        return {
-            "query": sql,
-            "explanation": describe_query(sql, source.dialect) if sql else "",
-            "confidence": draft.confidence if sql else 0.0,
-            "judge_score": None,
-            "retrieved_tables": view.tables,
-            "fallback_reason": error,
-            "readings": [Reading(sql=sql, chosen=True, valid=check.valid, findings=[*check.errors, *check.warnings]
-                                 ).model_dump()] if sql else [],
-            "reasoning_steps": [{"thought": "Draft once.", "tool": "draft", "args": {"tables": view.tables},
-                                 "observation": sql or error}],
-        }
+        steps = [Step(kind="draft", sql=draft.sql, note=draft.error or f"confidence {draft.confidence:.2f}")]
+        if not draft.sql:
+            return Answer(question=question, status=Status.FAILED, reason=draft.error or "the model gave no query",
+                          tables=view.tables, steps=steps)
+        check = source.validator.validate(draft.sql, question=question)
+        reading = Reading(sql=draft.sql, chosen=not check.dangerous, valid=check.valid, findings=list(check.findings))
+        if check.dangerous:
+            return Answer(question=question, status=Status.REFUSED, tables=view.tables, readings=[reading], steps=steps,
+                          reason="refused, the draft is not a read-only query: " + "; ".join(check.errors))
+        return Answer(question=question, sql=draft.sql, explanation=describe_query(draft.sql, source.dialect),
+                      status=Status.ANSWERED, confidence=draft.confidence, tables=view.tables, readings=[reading],
+                      steps=steps)

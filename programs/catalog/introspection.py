@@ -27,7 +27,7 @@ MYSQL_SYSTEM_SCHEMAS = frozenset({"information_schema", "mysql", "performance_sc
 
 def introspect(database: Any) -> Catalog:
     """The catalog of an open :class:`~.database.Database` (no descriptions beyond the engine's comments)."""
-    if database.dialect == "sqlite":
+    if database.dialect == "sqlite":  # not the inspector: it lists tables by name and types by affinity (INT as INTEGER)
         return introspect_sqlite(database.path)
     if database.dialect in ("postgres", "mysql"):
         tables = _postgres_tables(database.engine, database.dialect)

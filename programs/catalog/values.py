@@ -34,6 +34,8 @@ from tqdm import tqdm
 from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column
 from text2sql_dspy.programs.catalog.samples import distinct_query
+from text2sql_dspy.programs.catalog.words import STOPWORDS
+from text2sql_dspy.programs.catalog.words import plural_and_singular as _plural_and_singular
 
 __all__ = [
     "ColumnValues", "ValueIndex", "ValueMatch", "build_value_index", "indexed_columns", "normalise", "render_matches",
@@ -56,11 +58,6 @@ MAX_COLUMNS_SHOWN = 6
 MAX_VALUES_SHOWN = 4
 HEADING = "-- Stored values resembling words of the question (use one only where the question means it, as stored):"
 _QUOTED = re.compile(r"'[^']*'")  # a value a description quotes: 'PWR', 'user.blocked'
-_STOPWORDS = frozenset(
-    """a an and are as at be by did do does for from has have how i in is it its me my of on or our than that the their
-    them there these they this those to was were what when where which who whom whose why will with would you your all
-    any each list give find tell show please get return display much many number count total average name names""".split()
-)
 
 
 def normalise(text: str) -> str:
@@ -257,15 +254,6 @@ def schema_words(catalog: Catalog) -> frozenset[str]:
     return frozenset(words)
 
 
-def _plural_and_singular(word: str) -> tuple[str, ...]:
-    """``word`` with its English plural and singular, as far as an 's', 'es' or a 'y'/'ies' tells them."""
-    forms = (word, word + "s", word + "es", word[:-1] if word.endswith("s") else word,
-             word[:-2] if word.endswith("es") else word)
-    if word.endswith("ies"):
-        return (*forms, word[:-3] + "y")
-    return (*forms, word[:-1] + "ies") if word.endswith("y") else forms
-
-
 def _prose(description: str) -> str:
     return _QUOTED.sub(" ", description)
 
@@ -410,7 +398,7 @@ def _phrases(question: str) -> list[str]:
     for n in range(4, 0, -1):
         for i in range(len(words) - n + 1):
             chunk = words[i:i + n]
-            if all(w in _STOPWORDS for w in chunk) or chunk[0] in _STOPWORDS or chunk[-1] in _STOPWORDS:
+            if all(w in STOPWORDS for w in chunk) or chunk[0] in STOPWORDS or chunk[-1] in STOPWORDS:
                 continue
             if n == 1 and len(chunk[0]) < 2:
                 continue

@@ -1,41 +1,103 @@
-"""What one validation found so far: errors, warnings, suggestions and the tables read.
-
-Ordered and de-duplicated. One :class:`Findings` lives on the stack of one ``validate`` call and
-is written by the name check, the warnings and the dry run in turn; never kept on a validator.
-"""
+"""What a validation finds: each :class:`Finding` is typed by its :class:`Kind`; errors invalidate a query,
+warnings never do. The lists a result shows (errors, warnings, suggestions) are views of its findings."""
 
 from __future__ import annotations
 
-__all__ = ["Findings"]
+from collections.abc import Iterable
+from enum import StrEnum
+
+from pydantic import BaseModel, field_validator
+
+__all__ = ["Finding", "Kind", "distinct", "messages", "one_line", "suggestions"]
 
 
-class Findings:
-    """Per-call accumulator; each list keeps the order of first mention and drops repeats."""
+class Kind(StrEnum):
+    """What a finding is about; :attr:`is_error` tells the errors from the warnings."""
 
-    def __init__(self) -> None:
-        self._errors: dict[str, None] = {}
-        self._warnings: dict[str, None] = {}
-        self._suggestions: dict[str, None] = {}
-        self._tables: dict[str, None] = {}
+    # errors: the query is refused, or cannot run as written
+    NOT_TEXT = "not text"  # not a string, undecodable bytes, a NUL, lone surrogates
+    TOO_BIG = "too big"  # characters, tokens, nesting, set-operation terms
+    EMPTY_QUERY = "empty query"
+    SYNTAX = "syntax"
+    REFUSED = "refused"  # the read-only policy, or the database, refused it (dangerous)
+    MULTIPLE_STATEMENTS = "multiple statements"  # refused (dangerous)
+    NOT_A_QUERY = "not a query"  # one statement, but no SELECT
+    UNKNOWN_TABLE = "unknown table"
+    UNKNOWN_ALIAS = "unknown alias"  # a qualifier that no source of the query level names
+    UNKNOWN_COLUMN = "unknown column"
+    AMBIGUOUS_COLUMN = "ambiguous column"
+    COMPOUND_ORDER_BY = "compound order by"  # ORDER BY of UNION/INTERSECT/EXCEPT naming no result column
+    DATABASE_ERROR = "database error"  # the dry run failed
+    NOT_ANALYSED = "not analysed"  # the validator itself failed
+    # warnings: advice, the query stays valid
+    UNCHECKED = "unchecked"  # names that could not be checked
+    QUOTED_NAME = "quoted name"  # an unknown "name" that SQLite reads as a string
+    SELECT_STAR = "select star"
+    LIMIT_WITHOUT_ORDER = "limit without order"
+    CARTESIAN_JOIN = "cartesian join"
+    SLOW = "slow"  # the dry run timed out
+    EMPTY_RESULT = "empty result"
+    MISSING_VALUE = "missing value"  # a literal the column does not hold
+    SHOWS_KEY = "shows key"  # the answer shows a key where the question asks for no id
 
-    errors = property(lambda self: list(self._errors))
-    warnings = property(lambda self: list(self._warnings))
-    suggestions = property(lambda self: list(self._suggestions))
-    tables = property(lambda self: list(self._tables))
+    @property
+    def is_error(self) -> bool:
+        """Whether a finding of this kind invalidates the query."""
+        return self not in _WARNINGS
 
-    def error(self, message: str, *suggestions: str) -> None:
-        """Record an error and the hints that go with it (empty hints are skipped)."""
-        self._errors[message] = None
-        for s in suggestions:
-            self.suggest(s)
 
-    def warn(self, message: str) -> None:
-        self._warnings[message] = None
+_WARNINGS = frozenset(
+    {
+        Kind.UNCHECKED, Kind.QUOTED_NAME, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER, Kind.CARTESIAN_JOIN,
+        Kind.SLOW, Kind.EMPTY_RESULT, Kind.MISSING_VALUE, Kind.SHOWS_KEY,
+    }
+)  # fmt: skip
 
-    def suggest(self, message: str) -> None:
-        if message:
-            self._suggestions[message] = None
 
-    def read(self, table: str) -> None:
-        """Record a catalog table the query reads."""
-        self._tables[table] = None
+class Finding(BaseModel, frozen=True):
+    """One thing found: its kind, its message, the SQL it is about as written ("" when none), and hints."""
+
+    kind: Kind
+    message: str
+    where: str = ""
+    suggestions: tuple[str, ...] = ()  # empty hints are dropped
+
+    @field_validator("suggestions")
+    @classmethod
+    def _drop_empty(cls, hints: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(hint for hint in hints if hint)
+
+    @property
+    def is_error(self) -> bool:
+        """Whether this finding invalidates the query (by its kind)."""
+        return self.kind.is_error
+
+
+def distinct(findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` in order, less each that repeats an earlier one's message and brings no hint not given before
+    (so the message and hint lists stay the same)."""
+    said: set[tuple[bool, str]] = set()
+    hints: set[str] = set()
+    kept = []
+    for finding in findings:
+        if (finding.is_error, finding.message) in said and hints.issuperset(finding.suggestions):
+            continue
+        kept.append(finding)
+        said.add((finding.is_error, finding.message))
+        hints.update(finding.suggestions)
+    return kept
+
+
+def messages(findings: Iterable[Finding], *, errors: bool) -> list[str]:
+    """The messages of the errors (or of the warnings), in order of first mention, each once."""
+    return list(dict.fromkeys(f.message for f in findings if f.is_error == errors))
+
+
+def suggestions(findings: Iterable[Finding]) -> list[str]:
+    """Every finding's hints, in order of first mention, each once."""
+    return list(dict.fromkeys(hint for f in findings for hint in f.suggestions))
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace, newlines included, made one space."""
+    return " ".join(text.split())

@@ -1,9 +1,10 @@
 """Literals a query compares with a column that does not hold them: ``state = 'VA'`` where the column says 'Virginia'.
 
-:func:`literal_findings` walks each query level (sqlglot's scopes), resolves the column of every
+:func:`missing_values` walks each query level (sqlglot's scopes), resolves the column of every
 ``column = 'text'``, ``column IN ('a', 'b')`` and ``column LIKE 'text'`` without a wildcard to its stored
 table, and asks the :class:`~.values.ValueIndex` whether that column holds the literal. Only columns the
-index holds whole are judged, so a finding is a fact about the data, not a guess.
+index holds whole are judged, so a finding is a fact about the data, not a guess. :func:`literal_findings`
+gives their messages.
 """
 
 from __future__ import annotations
@@ -15,15 +16,21 @@ from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 
 from text2sql_dspy.programs.catalog.catalog import Catalog
 from text2sql_dspy.programs.catalog.values import ValueIndex
+from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 
-__all__ = ["MISSING_VALUE", "literal_findings"]
+__all__ = ["MISSING_VALUE", "literal_findings", "missing_values"]
 
 MISSING_VALUE = "is not a value of"  # the words every finding carries, for the agents to recognise
 
 
 def literal_findings(tree: exp.Expr, catalog: Catalog, index: ValueIndex) -> list[str]:
-    """One message per literal that a fully indexed column does not hold, naming the nearest stored values."""
-    messages = []
+    """The messages of :func:`missing_values`."""
+    return [finding.message for finding in missing_values(tree, catalog, index)]
+
+
+def missing_values(tree: exp.Expr, catalog: Catalog, index: ValueIndex) -> list[Finding]:
+    """One finding per literal that a fully indexed column does not hold, naming the nearest stored values."""
+    found = []
     for scope in traverse_scope(tree):
         for column, literal, any_case in _compared(scope):
             table = _stored_table(column, scope, catalog)
@@ -34,8 +41,9 @@ def literal_findings(tree: exp.Expr, catalog: Catalog, index: ValueIndex) -> lis
                 continue
             nearest = index.nearest(table, name, literal)
             message = f"'{literal}' {MISSING_VALUE} {table}.{name}"
-            messages.append(message + ("; nearest: " + ", ".join(f"'{v}'" for v in nearest) if nearest else ""))
-    return list(dict.fromkeys(messages))
+            message += ("; nearest: " + ", ".join(f"'{v}'" for v in nearest)) if nearest else ""
+            found.append(Finding(kind=Kind.MISSING_VALUE, message=message, where=f"'{literal}'"))
+    return distinct(found)
 
 
 def _compared(scope: Scope) -> Iterator[tuple[exp.Column, str, bool]]:

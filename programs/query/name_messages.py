@@ -1,5 +1,5 @@
 """What the name check says about an unknown or ambiguous name: the error, "did you mean", and the
-real column lists, with names shown as written."""
+real column lists, with names shown as written, as one :class:`~.findings.Finding`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
-from text2sql_dspy.programs.query.findings import Findings
+from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.names import did_you_mean, written
 
 __all__ = ["NameMessages"]
@@ -29,16 +29,17 @@ class NameMessages:
         self.sql = sql
         self.columns_of = columns_of
 
-    def unknown_table(self, table: exp.Table, key: str, found: Findings) -> None:
+    def unknown_table(self, table: exp.Table, key: str) -> Finding:
         shown = written(table.this, self.sql)
-        found.error(f"unknown table '{shown}'", did_you_mean(key, self.schema.table_names.values()))
+        hints = [did_you_mean(key, self.schema.table_names.values())]
         if len(self.schema.table_names) <= _MAX_LISTED_TABLES:
-            found.suggest(f"available tables: {', '.join(self.schema.catalog.table_names)}")
+            hints.append(f"available tables: {', '.join(self.schema.catalog.table_names)}")
         owners = self.schema.column_owners.get(key)
         if owners:
-            found.suggest(f"'{shown}' is a column of {', '.join(owners[:5])}, not a table")
+            hints.append(f"'{shown}' is a column of {', '.join(owners[:5])}, not a table")
+        return Finding(kind=Kind.UNKNOWN_TABLE, message=f"unknown table '{shown}'", where=shown, suggestions=hints)
 
-    def unknown_qualifier(self, column: exp.Column, by_name: dict[str, Source], found: Findings) -> None:
+    def unknown_qualifier(self, column: exp.Column, by_name: dict[str, Source]) -> Finding:
         qualifier = column.table
         shown_q = written(column.args.get("table"), self.sql)
         shown = f"{shown_q}.{'*' if isinstance(column.this, exp.Star) else written(column.this, self.sql)}"
@@ -56,21 +57,22 @@ class NameMessages:
             hints.append(did_you_mean(qualifier, by_name.keys()))
         if by_name:
             hints.append("tables/aliases here: " + ", ".join(self._label(n, s) for n, s in by_name.items()))
-        found.error(f"unknown table or alias '{shown_q}' in '{shown}'", *hints)
+        message = f"unknown table or alias '{shown_q}' in '{shown}'"
+        return Finding(kind=Kind.UNKNOWN_ALIAS, message=message, where=shown, suggestions=hints)
 
-    def ambiguous_column(
-        self, column: exp.Column, matches: list[str], by_name: dict[str, Source], found: Findings
-    ) -> None:
+    def ambiguous_column(self, column: exp.Column, matches: list[str], by_name: dict[str, Source]) -> Finding:
         name = written(column.this, self.sql)
         shown = ", ".join(self._label(n, by_name[n]) for n in matches)
-        found.error(
-            f"ambiguous column '{name}' (in {shown}): qualify it",
-            f"write {matches[0]}.{name} (or the right one of: " + ", ".join(f"{m}.{name}" for m in matches) + ")",
+        return Finding(
+            kind=Kind.AMBIGUOUS_COLUMN,
+            message=f"ambiguous column '{name}' (in {shown}): qualify it",
+            where=name,
+            suggestions=(
+                f"write {matches[0]}.{name} (or the right one of: " + ", ".join(f"{m}.{name}" for m in matches) + ")",
+            ),
         )
 
-    def unknown_column(
-        self, column: exp.Column, sources: Sources, found: Findings, outer: Sources | None = None
-    ) -> None:
+    def unknown_column(self, column: exp.Column, sources: Sources, outer: Sources | None = None) -> Finding:
         """Report ``column``; suggest from ``sources`` (listed) and ``outer`` (correlated, not listed)."""
         shown_name = written(column.this, self.sql)
         shown = f"{written(column.args.get('table'), self.sql)}.{shown_name}" if column.table else shown_name
@@ -92,15 +94,16 @@ class NameMessages:
         elsewhere = [t for t in self.schema.column_owners.get(column.name, ()) if t.lower() not in in_query]
         if elsewhere:
             hints.append(f"'{shown_name}' is a column of {', '.join(elsewhere[:5])}: join that table to use it")
-        found.error(f"unknown column '{shown}'", *hints)
+        return Finding(kind=Kind.UNKNOWN_COLUMN, message=f"unknown column '{shown}'", where=shown, suggestions=hints)
 
-    def quoted_string(self, column: exp.Column, sources: Sources) -> str:
+    def quoted_string(self, column: exp.Column, sources: Sources) -> Finding:
         """The warning for an unknown double-quoted name used as a column, which SQLite reads as a string."""
         hint = did_you_mean(column.name, {c for n, src in sources for c in self._display_columns(n, src)[1]})
         shown = written(column.this, self.sql)
-        return f"\"{shown}\" is not a column, so SQLite returns the constant string '{shown}' there" + (
+        message = f"\"{shown}\" is not a column, so SQLite returns the constant string '{shown}' there" + (
             f" ({hint})" if hint else ""
         )
+        return Finding(kind=Kind.QUOTED_NAME, message=message, where=shown)
 
     def _display_columns(self, source_name: str, source: Source) -> tuple[str, tuple[str, ...]]:
         """(label, column names as declared) of a FROM source."""

@@ -8,9 +8,9 @@ the column's stored parts or from the query text.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
+from rapidfuzz import fuzz, process
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -19,6 +19,7 @@ __all__ = ["did_you_mean", "normalize_names", "written"]
 
 # Every identifier lower-cased, quoted or not, and not only its ASCII letters.
 _CASE_INSENSITIVE = Dialect(normalization_strategy=NormalizationStrategy.CASE_INSENSITIVE)
+CLOSE_SPELLING = 60.0  # rapidfuzz's fuzz.ratio, 0 to 100: a name this close to another is suggested for it
 
 
 def normalize_names(tree: exp.Expr) -> exp.Expr:
@@ -52,11 +53,13 @@ def written(node: exp.Expr | None, sql: str) -> str:
 def did_you_mean(name: str, candidates: Iterable[str], qualify: dict[str, str] | None = None) -> str:
     """``did you mean: a, b?`` for up to three candidates close to ``name``; "" when none is.
 
-    Close means similar spelling (difflib), else one name containing the other. ``qualify`` maps a
-    lower-case candidate to how it is shown (``users.email``).
+    Close means similar spelling (an Indel similarity of at least :data:`CLOSE_SPELLING`, closest first, equally
+    close ones by name in descending order, whatever the candidates' order), else one name containing the other.
+    ``qualify`` maps a lower-case candidate to how it is shown (``users.email``).
     """
     pool = {c.lower(): c for c in candidates}
-    matches = difflib.get_close_matches(name.lower(), list(pool), n=3, cutoff=0.6)
+    close = process.extract(name.lower(), list(pool), scorer=fuzz.ratio, score_cutoff=CLOSE_SPELLING, limit=None)
+    matches = [m for m, _, _ in sorted(close, key=lambda hit: (hit[1], hit[0]), reverse=True)[:3]]
     if not matches:
         matches = [k for k in pool if name.lower() in k or (len(k) > 2 and k in name.lower())][:3]
     if not matches:

@@ -1,8 +1,5 @@
-"""Advice on a query that is valid but probably not what was meant: ``SELECT *``, ``LIMIT`` without
-``ORDER BY``, and joins that pair every row with every row. Warnings never invalidate a query.
-
-:func:`keys_shown`, for the agents, which know the question: an answer that shows a key (a number pointing into
-another table) where the question asks for no id."""
+"""An answer that shows a key (a number pointing into another table) where the question asks for no id: a warning,
+which needs the question (:func:`asks_for_keys`); :func:`key_findings` on a tree, :func:`keys_shown` on a text."""
 
 from __future__ import annotations
 
@@ -14,124 +11,35 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import walk_in_scope
 
 from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.names import written
 
-__all__ = ["SHOWS_KEY", "key_warnings", "keys_shown", "style_warnings"]
+__all__ = ["SHOWS_KEY", "asks_for_keys", "key_findings", "keys_shown"]
 
 SHOWS_KEY = "shows the key"  # the words every key warning carries, for the agents to recognise
 _ASKS_FOR_KEYS = re.compile(r"\b(ids?|identifiers?|numbers?|codes?|keys?)\b", re.IGNORECASE)
 
 
-def style_warnings(tree: exp.Expr, sql: str) -> list[str]:
-    """The warnings for ``tree`` (parsed from ``sql``), in a fixed order, each at most once."""
-    found: list[str] = []
-    outer = tree.unnest() if isinstance(tree, exp.Subquery) else tree
-    for head in outer.find_all(exp.Select):
-        if _outermost(head, outer) and any(
-            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-            for e in head.expressions
-        ):
-            found.append("selects *: list only the columns the question asks for")
-            break
-    for node in tree.find_all(exp.Select, exp.SetOperation):
-        if node.args.get("limit") and not node.args.get("order"):
-            if isinstance(node, exp.Select) and isinstance(node.parent, exp.SetOperation):
-                continue
-            found.append("LIMIT without ORDER BY: which rows come back is arbitrary")
-            break
-    for select in tree.find_all(exp.Select):
-        warning = _cartesian_warning(select, sql)
-        if warning and warning not in found:
-            found.append(warning)
-    return found
-
-
-def _cartesian_warning(select: exp.Select, sql: str) -> str | None:
-    joins = select.args.get("joins") or []
-    from_ = select.args.get("from_")
-    if not joins or from_ is None:
-        return None
-    predicates = []
-    where = select.args.get("where")
-    if where is not None:
-        predicates.append(where)
-    for join in joins:
-        if join.args.get("on") is not None:
-            predicates.append(join.args["on"])
-    linked_names: list[set[str]] = []
-    for clause in predicates:
-        for node in walk_in_scope(clause):
-            if isinstance(node, exp.Predicate):
-                names = {c.table for c in node.find_all(exp.Column) if c.table}
-                if len(names) > 1:
-                    linked_names.append(names)
-    has_unqualified_link = any(
-        isinstance(node, exp.Predicate)
-        and sum(1 for c in node.find_all(exp.Column) if not isinstance(c.this, exp.Star)) > 1
-        and any(not c.table for c in node.find_all(exp.Column))
-        for clause in predicates
-        for node in walk_in_scope(clause)
-    )
-    unlinked = []
-    for join in joins:
-        if join.args.get("on") is not None or join.args.get("using") or (join.method or "").upper() == "NATURAL":
-            continue
-        target = join.this
-        if isinstance(target, exp.Subquery) and _single_row(target.unnest()):
-            continue
-        if isinstance(target, exp.Table) and not isinstance(target.this, exp.Identifier):
-            continue  # table-valued function, e.g. json_each(t.col)
-        name = target.alias_or_name
-        if any(name in names for names in linked_names) or has_unqualified_link:
-            continue
-        alias = target.args.get("alias")
-        unlinked.append(written(alias.this if alias is not None and alias.this is not None else target.this, sql))
-    if not unlinked:
-        return None
-    # one warning for them all, so that it cannot crowd out the others
-    shown = ", ".join(f"'{name}'" for name in unlinked)
-    verb = "is" if len(unlinked) == 1 else "are"
-    return (
-        f"cartesian join: {shown} {verb} joined without ON/USING and no WHERE condition links "
-        f"{'it' if len(unlinked) == 1 else 'them'} (every row pairs with every row): add a join condition"
-    )
-
-
-def _outermost(select: exp.Select, outer: exp.Expr) -> bool:
-    node = select
-    while node is not outer:
-        parent = node.parent
-        if parent is None or not isinstance(parent, exp.SetOperation | exp.Subquery):
-            return False
-        node = parent
-    return True
-
-
-def _single_row(query: exp.Expr) -> bool:
-    """An aggregate without GROUP BY: a one-row derived table, harmless in a comma join."""
-    return (
-        isinstance(query, exp.Select)
-        and not query.args.get("group")
-        and bool(query.expressions)
-        and all(e.find(exp.AggFunc) is not None for e in query.expressions)
-    )
+def asks_for_keys(question: str) -> bool:
+    """Whether ``question`` asks for an id, number, code or key."""
+    return _ASKS_FOR_KEYS.search(question) is not None
 
 
 def keys_shown(sql: str, catalog: Catalog, question: str, dialect: str = "sqlite") -> list[str]:
-    """:func:`key_warnings` of ``sql`` when ``question`` asks for no id, number, code or key; else none."""
-    if _ASKS_FOR_KEYS.search(question):
+    """The messages of :func:`key_findings` of ``sql`` when ``question`` asks for no id; else none."""
+    if asks_for_keys(question):
         return []
     try:
-        return key_warnings(sqlglot.parse_one(sql, read=dialect), catalog)
+        return [finding.message for finding in key_findings(sqlglot.parse_one(sql, read=dialect), catalog, sql)]
     except (SqlglotError, RecursionError, ValueError):
         return []
 
 
-def key_warnings(tree: exp.Expr, catalog: Catalog) -> list[str]:
+def key_findings(tree: exp.Expr, catalog: Catalog, sql: str = "") -> list[Finding]:
     """The outermost SELECT's columns that are a foreign key holding integers into a table with text of its own,
     while the answer shows none of that table's columns: ``SELECT eye_colour_id FROM superhero``, or ``SELECT
     T1.skin_colour_id ... JOIN colour AS T2 ON T1.skin_colour_id = T2.id``, answers with a number where
-    ``colour.colour`` holds the words."""
+    ``colour.colour`` holds the words. ``sql``, the text ``tree`` was parsed from, shows each column as written."""
     outer = tree.unnest() if isinstance(tree, exp.Subquery) else tree
     if not isinstance(outer, exp.Select):
         return []
@@ -155,9 +63,16 @@ def key_warnings(tree: exp.Expr, catalog: Catalog) -> list[str]:
                 continue
             keys = {c.lower() for c in target.primary_key} | {fk.lower() for fk, _, _ in target.foreign_keys}
             if any(c.stores_text and c.name.lower() not in keys for c in target.columns):
-                found.append(f"the answer {SHOWS_KEY} {table.name}.{own.name}, a number pointing into {target.name}: "
-                             f"show the {target.name} columns that name it")
-    return list(dict.fromkeys(found))
+                message = (f"the answer {SHOWS_KEY} {table.name}.{own.name}, a number pointing into {target.name}: "
+                           f"show the {target.name} columns that name it")
+                found.append(Finding(kind=Kind.SHOWS_KEY, message=message, where=_as_written(column, sql)))
+    return distinct(found)
+
+
+def _as_written(column: exp.Column, sql: str) -> str:
+    """``column`` as ``sql`` writes it (``T1.skin_colour_id``)."""
+    name = written(column.this, sql)
+    return f"{written(column.args.get('table'), sql)}.{name}" if column.table else name
 
 
 def _only(stored: dict, column: str) -> str | None:

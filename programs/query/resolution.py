@@ -15,86 +15,91 @@ So projections are read here, and only the parts that hold on a query as written
 
 Every unknown or ambiguous name is reported, each with "did you mean" and the real column lists.
 Names are compared lower-cased (:func:`~.names.normalize_names` runs first) and shown as written.
+:func:`check_names` gives the findings, :func:`catalog_tables` the catalog tables read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from sqlglot import exp
 from sqlglot.optimizer.resolver import Resolver
-from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
+from sqlglot.optimizer.scope import Scope, walk_in_scope
 
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
-from text2sql_dspy.programs.query.findings import Findings
+from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.name_messages import NameMessages
 from text2sql_dspy.programs.query.names import written
 from text2sql_dspy.programs.query.tables_read import scope_sources, table_sources
 
-__all__ = ["check_names"]
+__all__ = ["catalog_tables", "check_names"]
 
 _MAX_DEPTH = 50  # nested derived tables and CTEs followed when listing a source's columns
 
 Columns = tuple[frozenset[str], bool]  # lower-case names, and whether that is all of them
 
 
-def check_names(tree: exp.Expr, sql: str, schema: CatalogSchema, found: Findings) -> None:
-    """Check the tables and columns of ``tree`` (normalized, parsed from ``sql``); record what is wrong.
-
-    The catalog tables read go to ``found`` in the order they appear in the query.
-    """
-    scopes = traverse_scope(tree)
+def check_names(scopes: list[Scope], sql: str, schema: CatalogSchema) -> Iterator[Finding]:
+    """The findings on the query that ``scopes`` cover (sqlglot's ``traverse_scope`` of a normalized tree parsed
+    from ``sql``): its tables first, then each query level's columns."""
     if not scopes:
-        found.warn("could not check table and column names (no query scope)")
+        yield _unchecked("could not check table and column names (no query scope)")
         return
-    _Query(schema, sql, found).check(scopes)
+    check = _NameCheck(schema, sql)
+    for table in table_sources(scopes):
+        yield from check.table(table)
+    for scope in scopes:
+        yield from check.columns(scope)
 
 
-class _Query:
+def catalog_tables(scopes: list[Scope], schema: CatalogSchema) -> list[str]:
+    """The catalog names of the stored tables ``scopes`` read, in the order they appear in the query, each once."""
+    read = [(_position(t), real) for t in table_sources(scopes) if (real := _catalog_name(t, schema)) is not None]
+    return list(dict.fromkeys(real for _, real in sorted(read)))
+
+
+def _catalog_name(table: exp.Table, schema: CatalogSchema) -> str | None:
+    """The catalog name of ``table``; None for a table-valued function, another database's table or an unknown one."""
+    if not isinstance(table.this, exp.Identifier):
+        return None
+    key = schema.table_key(table)
+    return None if key is None else schema.table_names.get(key)
+
+
+def _unchecked(message: str, where: str = "") -> Finding:
+    return Finding(kind=Kind.UNCHECKED, message=message, where=where)
+
+
+class _NameCheck:
     """The name check of one query; lives for one call."""
 
-    def __init__(self, schema: CatalogSchema, sql: str, found: Findings):
+    def __init__(self, schema: CatalogSchema, sql: str):
         self.schema = schema
         self.sql = sql
-        self.found = found
         self.say = NameMessages(schema, sql, self.columns_of)
         self._columns: dict[int, Columns] = {}
 
-    def check(self, scopes: list[Scope]) -> None:
-        read = []
-        for table in table_sources(scopes):
-            real = self._check_table(table)
-            if real is not None:
-                read.append((_position(table), real))
-        for _, real in sorted(read):
-            self.found.read(real)
-        for scope in scopes:
-            self._check_columns(scope)
-
     # -- tables --------------------------------------------------------------------------------
 
-    def _check_table(self, table: exp.Table) -> str | None:
-        """The catalog name of ``table``, or None (reported as an error or warning)."""
-        if isinstance(table.this, exp.Func) or not isinstance(table.this, exp.Identifier):
+    def table(self, table: exp.Table) -> Iterator[Finding]:
+        """What is wrong with a FROM item that is no catalog table: nothing for one that is."""
+        if not isinstance(table.this, exp.Identifier):
             func = table.this.sql_name() if isinstance(table.this, exp.Func) else table.sql(self.schema.dialect)
             name = table.this.name if isinstance(table.this, exp.Anonymous) else func
-            self.found.warn(f"table-valued function {name.lower()}(...): its columns were not checked")
-            return None
+            yield _unchecked(f"table-valued function {name.lower()}(...): its columns were not checked")
+            return
         key = self.schema.table_key(table)
         if key is None:
-            self.found.warn(
-                f"table '{written(table.args.get('db'), self.sql)}.{written(table.this, self.sql)}' "
-                "is in another database: not checked"
-            )
-            return None
-        real = self.schema.table_names.get(key)
-        if real is not None:
-            return real
+            shown = f"{written(table.args.get('db'), self.sql)}.{written(table.this, self.sql)}"
+            yield _unchecked(f"table '{shown}' is in another database: not checked", shown)
+            return
+        if key in self.schema.table_names:
+            return
         if key.startswith("sqlite_"):
-            self.found.warn(
-                f"reads SQLite's system table {written(table.this, self.sql)}: its columns were not checked"
-            )
-            return None
-        self.say.unknown_table(table, key, self.found)
-        return None
+            shown = written(table.this, self.sql)
+            yield _unchecked(f"reads SQLite's system table {shown}: its columns were not checked", shown)
+            return
+        yield self.say.unknown_table(table, key)
 
     # -- what a source exposes -----------------------------------------------------------------
 
@@ -155,10 +160,11 @@ class _Query:
 
     # -- columns -------------------------------------------------------------------------------
 
-    def _check_columns(self, scope: Scope) -> None:
+    def columns(self, scope: Scope) -> Iterator[Finding]:
+        """What is wrong with the columns named at one query level."""
         query = scope.expression
         if isinstance(query, exp.SetOperation):
-            self._check_set_operation_order(query)
+            yield from self._set_operation_order(query)
             return
         if not isinstance(query, exp.Select):
             return
@@ -177,7 +183,7 @@ class _Query:
             qualifier = column.table
             if isinstance(column.this, exp.Star):
                 if qualifier and qualifier not in by_name and _named(outer, qualifier) is None:
-                    self.say.unknown_qualifier(column, by_name, self.found)
+                    yield self.say.unknown_qualifier(column, by_name)
                 continue
             name = column.name
             if not name:
@@ -185,7 +191,7 @@ class _Query:
             if qualifier:
                 source = by_name[qualifier] if qualifier in by_name else _named(outer, qualifier)
                 if source is None:
-                    self.say.unknown_qualifier(column, by_name, self.found)
+                    yield self.say.unknown_qualifier(column, by_name)
                     continue
                 cols, complete = self.columns_of(source)
                 if (
@@ -194,7 +200,7 @@ class _Query:
                     or (name in self.schema.system_columns and isinstance(source, exp.Table))
                 ):
                     continue
-                self.say.unknown_column(column, [(qualifier, source)], self.found)
+                yield self.say.unknown_column(column, [(qualifier, source)])
                 continue
 
             # unqualified: ORDER BY may name a result alias first (SQLite resolves those first there)
@@ -212,7 +218,7 @@ class _Query:
                 continue
             if len(matches) > 1:
                 if name not in shared and not natural:
-                    self.say.ambiguous_column(column, matches, by_name, self.found)
+                    yield self.say.ambiguous_column(column, matches, by_name)
                 continue
             if unsure or (name in aliases and not _in_select_list(column, query)):
                 continue  # SQLite sees result aliases in ON/WHERE/GROUP BY/HAVING/ORDER BY, not in the list
@@ -228,11 +234,11 @@ class _Query:
                 # SQLite reads an unknown double-quoted name as a string. As a value (x = "Paris")
                 # that is what was meant; as a whole result/sort/group column it is a bad name.
                 if _used_as_column(column, query):
-                    self.found.warn(self.say.quoted_string(column, sources))
+                    yield self.say.quoted_string(column, sources)
                 continue
-            self.say.unknown_column(column, sources, self.found, outer=outer)
+            yield self.say.unknown_column(column, sources, outer=outer)
 
-    def _check_set_operation_order(self, query: exp.SetOperation) -> None:
+    def _set_operation_order(self, query: exp.SetOperation) -> Iterator[Finding]:
         """ORDER BY of a UNION/INTERSECT/EXCEPT may only name result columns (of any arm)."""
         order = query.args.get("order")
         if order is None:
@@ -245,9 +251,12 @@ class _Query:
             return
         for node in order.find_all(exp.Column):
             if not isinstance(node.this, exp.Star) and node.name and node.name not in names:
-                self.found.error(
-                    f"ORDER BY term '{written(node.this, self.sql)}' does not match a result column of the compound query",
-                    f"order by one of: {', '.join(sorted(names))}",
+                term = written(node.this, self.sql)
+                yield Finding(
+                    kind=Kind.COMPOUND_ORDER_BY,
+                    message=f"ORDER BY term '{term}' does not match a result column of the compound query",
+                    where=term,
+                    suggestions=(f"order by one of: {', '.join(sorted(names))}",),
                 )
 
     def _resolves_outside(self, scope: Scope, enclosing: list[Scope], name: str) -> bool:

@@ -7,15 +7,16 @@
    or undecodable bytes: refused before parsing (sqlglot's parser recurses);
 3. **parse** — with sqlglot, in the database's dialect; a syntax error becomes one short message;
 4. **read-only policy** — on the parsed tree (:mod:`~.policy`), refused with ``dangerous=True``;
-5. **names** — every table and column resolved against the :class:`Catalog` at once, with "did you
-   mean" (:mod:`~.resolution`);
+5. **rules** — :data:`~.rules.RULES` on the tree, in order: every table and column resolved against the
+   :class:`Catalog` at once, with "did you mean" (:mod:`~.resolution`); advice (:mod:`~.lints`); then, if
+   nothing has failed, the literals a column does not hold, given the database's value index (:mod:`~.literals`);
 6. **dry run** — if a database is given and nothing above failed, the query itself runs once
    with ``max_rows=1`` and a short timeout, which catches what static checks cannot
-   (aggregate misuse, type errors). A timeout is only a warning;
-7. **warnings** — :mod:`~.query_warnings`, unchecked names, empty results. Warnings never
-   invalidate a query;
-8. **literals** — given the database's value index, a literal compared with a column that does not
-   hold it is a warning naming the nearest stored values (:mod:`~.literals`).
+   (aggregate misuse, type errors). A timeout or an empty result is only a warning;
+7. **the answer** — given the question, and if nothing has failed, a key shown where the question
+   asks for no id (:data:`~.rules.AFTER_DRY_RUN`).
+
+Every step gives findings (:class:`~.findings.Finding`); errors invalidate a query, warnings never do.
 
 A validator is built once per database and is safe to share between threads: everything it
 keeps on ``self`` is computed in ``__init__`` and never changed.
@@ -23,7 +24,7 @@ keeps on ``self`` is computed in ``__init__`` and never changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -35,8 +36,7 @@ from sqlglot.tokens import Token, TokenType
 from text2sql_dspy.programs.catalog.catalog import Catalog
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.db.database import Database
-from text2sql_dspy.programs.query.findings import Findings
-from text2sql_dspy.programs.query.literals import literal_findings
+from text2sql_dspy.programs.query.findings import Finding, Kind, messages, one_line, suggestions
 from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.db.policy import (
     DANGEROUS_FUNCTIONS,
@@ -47,9 +47,9 @@ from text2sql_dspy.programs.db.policy import (
     statement_keywords,
     statement_label,
 )
-from text2sql_dspy.programs.query.query_warnings import style_warnings
 from text2sql_dspy.programs.query.reply import clean_sql
-from text2sql_dspy.programs.query.resolution import check_names
+from text2sql_dspy.programs.query.resolution import catalog_tables
+from text2sql_dspy.programs.query.rules import AFTER_DRY_RUN, RULES, Query, apply
 from text2sql_dspy.programs.catalog.values import ValueIndex
 
 __all__ = ["ValidationResult", "SQLValidator", "MAX_QUERY_CHARS", "MAX_TOKENS", "MAX_NESTING"]
@@ -61,32 +61,45 @@ _SET_OPERATION_TOKENS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenTy
 _SNIFF_CHARS = 2_000  # how much of an unparseable query is read for a write statement
 MAX_NESTING = 30  # parentheses and CASE; deeper queries are refused before parsing (sqlglot's parser recurses)
 _MAX_RENDERED_ITEMS = 8
+_BEFORE_DRY_RUN = tuple(rule for rule in RULES if rule not in AFTER_DRY_RUN)
+_AFTER_DRY_RUN = tuple(rule for rule in RULES if rule in AFTER_DRY_RUN)
 
 
 @dataclass(frozen=True)
 class ValidationResult:
-    """What the validator found. ``sql`` is the cleaned query that was checked (run that one)."""
+    """What the validator found. ``sql`` is the cleaned query that was checked (run that one).
+
+    ``errors``, ``warnings`` and ``suggestions`` are the messages and hints of ``findings``, in order of first
+    mention, each once.
+    """
 
     valid: bool
     sql: str
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    suggestions: list[str] = field(default_factory=list)
-    tables: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # errors first, then warnings, each in the order found
+    tables: list[str] = field(default_factory=list)  # the catalog tables read, in the order the query names them
     dangerous: bool = False
 
     @classmethod
-    def of(cls, found: Findings, sql: str, *, dangerous: bool = False) -> ValidationResult:
-        """The verdict on ``found``: valid exactly when no error was found."""
+    def of(
+        cls, findings: Iterable[Finding], sql: str, *, tables: Iterable[str] = (), dangerous: bool = False
+    ) -> ValidationResult:
+        """The verdict on ``findings`` (errors put first): valid exactly when none is an error."""
+        found = sorted(findings, key=lambda f: not f.is_error)
         return cls(
-            valid=not found.errors,
-            sql=sql,
-            errors=found.errors,
-            warnings=found.warnings,
-            suggestions=found.suggestions,
-            tables=found.tables,
-            dangerous=dangerous,
+            valid=not any(f.is_error for f in found), sql=sql, findings=found, tables=list(tables), dangerous=dangerous
         )
+
+    @property
+    def errors(self) -> list[str]:
+        return messages(self.findings, errors=True)
+
+    @property
+    def warnings(self) -> list[str]:
+        return messages(self.findings, errors=False)
+
+    @property
+    def suggestions(self) -> list[str]:
+        return suggestions(self.findings)
 
     def render(self) -> str:
         """A short observation for an LLM agent: verdict, then errors, suggestions, warnings."""
@@ -119,7 +132,7 @@ class SQLValidator:
         dry_run_timeout_s: float = 2.0,
         values: Callable[[], ValueIndex | None] | None = None,
     ):
-        """``values`` gives the database's current :class:`~.values.ValueIndex`, for the literal check (step 8)."""
+        """``values`` gives the database's current :class:`~.values.ValueIndex`, for the literal rule (step 5)."""
         self.catalog = catalog
         self.database = database
         self.dialect = dialect
@@ -129,107 +142,88 @@ class SQLValidator:
         self._refused_functions = DANGEROUS_FUNCTIONS | getattr(database, "refused_functions", frozenset())
         self._schema = CatalogSchema(catalog, dialect)
 
-    def validate(self, sql: str) -> ValidationResult:
-        """Validate ``sql``; never raises."""
+    def validate(self, sql: str, question: str = "") -> ValidationResult:
+        """Validate ``sql``, the answer to ``question`` when one is given; never raises."""
         try:
-            return self._validate(sql)
+            return self._validate(sql, question)
         except Exception as exc:  # last resort: a validator must answer, not crash the agent
             text = sql if isinstance(sql, str) else ""
-            return _invalid(text[:MAX_QUERY_CHARS], [f"could not analyse the query ({type(exc).__name__})"])
+            message = f"could not analyse the query ({type(exc).__name__})"
+            return _invalid(text[:MAX_QUERY_CHARS], Kind.NOT_ANALYSED, message)
 
-    def _validate(self, raw: object) -> ValidationResult:
+    def _validate(self, raw: object, question: str) -> ValidationResult:
         if isinstance(raw, bytes | bytearray):
             try:
                 raw = bytes(raw).decode("utf-8")
             except UnicodeDecodeError:
-                return _invalid("", ["query is not valid UTF-8 text"])
+                return _invalid("", Kind.NOT_TEXT, "query is not valid UTF-8 text")
         if not isinstance(raw, str):
-            return _invalid("", [f"expected the SQL query as text, got {type(raw).__name__}"])
+            return _invalid("", Kind.NOT_TEXT, f"expected the SQL query as text, got {type(raw).__name__}")
         if len(raw) > MAX_QUERY_CHARS + 10_000:  # before cleaning: room for fences and prose only
-            return _invalid("", [f"query too long ({len(raw):,} characters; the limit is {MAX_QUERY_CHARS:,})"])
+            too_long = f"query too long ({len(raw):,} characters; the limit is {MAX_QUERY_CHARS:,})"
+            return _invalid("", Kind.TOO_BIG, too_long)
         sql = clean_sql(raw)
         if not sql:
-            return _invalid("", ["empty query: write one SELECT statement"])
+            return _invalid("", Kind.EMPTY_QUERY, "empty query: write one SELECT statement")
         if len(sql) > MAX_QUERY_CHARS:
-            return self._unreadable(sql, f"query too long ({len(sql):,} characters; the limit is {MAX_QUERY_CHARS:,})", shown=sql[:200])
+            too_long = f"query too long ({len(sql):,} characters; the limit is {MAX_QUERY_CHARS:,})"
+            return self._unreadable(sql, Kind.TOO_BIG, too_long, shown=sql[:200])
         if "\x00" in sql:
-            return self._unreadable(sql, "query contains a NUL character")
+            return self._unreadable(sql, Kind.NOT_TEXT, "query contains a NUL character")
         try:
             sql.encode("utf-8")
         except UnicodeEncodeError:
-            return self._unreadable(sql, "query is not valid UTF-8 text (lone surrogate characters)")
+            return self._unreadable(sql, Kind.NOT_TEXT, "query is not valid UTF-8 text (lone surrogate characters)")
 
         # tokens first: cheap, gives nesting depth and statement keywords without recursion
         try:
             tokens = self._dialect.tokenize(sql)
         except TokenError as exc:
-            return self._unreadable(sql, f"syntax error: {_token_error_text(exc)}")
+            return self._unreadable(sql, Kind.SYNTAX, f"syntax error: {_token_error_text(exc)}")
         if not tokens:
-            return _invalid(sql, ["empty query: only comments, no statement"])
+            return _invalid(sql, Kind.EMPTY_QUERY, "empty query: only comments, no statement")
         too_big = _size_error(tokens)
         if too_big is not None:
-            return self._unreadable(sql, too_big)
+            return self._unreadable(sql, Kind.TOO_BIG, too_big)
 
         try:
             parsed = sqlglot.parse(sql, read=self._dialect)
         except ParseError as exc:
             word = refused_word(tokens)
             if word is not None:
-                return _refused(sql, refusal(word))
-            return _invalid(sql, [f"syntax error: {_parse_error_text(exc)}"])
+                return _refused(sql, Kind.REFUSED, refusal(word))
+            return _invalid(sql, Kind.SYNTAX, f"syntax error: {_parse_error_text(exc)}")
         except TokenError as exc:
-            return self._unreadable(sql, f"syntax error: {_token_error_text(exc)}")
+            return self._unreadable(sql, Kind.SYNTAX, f"syntax error: {_token_error_text(exc)}")
         except RecursionError:
-            return self._unreadable(sql, "query too deeply nested to analyse")
+            return self._unreadable(sql, Kind.TOO_BIG, "query too deeply nested to analyse")
 
         statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
         if not statements:
-            return _invalid(sql, ["empty query: only comments, no statement"])
+            return _invalid(sql, Kind.EMPTY_QUERY, "empty query: only comments, no statement")
         if len(statements) > 1:
             kinds = ", ".join(statement_label(s) for s in statements)
-            return _refused(sql, f"dangerous operation: multiple statements ({kinds}); send exactly one SELECT")
+            message = f"dangerous operation: multiple statements ({kinds}); send exactly one SELECT"
+            return _refused(sql, Kind.MULTIPLE_STATEMENTS, message)
         tree = statements[0]
 
         violation = policy_violation(tree, statement_keywords(tokens), self._refused_functions)
         if violation is not None:
             if violation.startswith("dangerous operation:"):
-                return _refused(sql, violation)
-            return _invalid(sql, [violation])
+                return _refused(sql, Kind.REFUSED, violation)
+            return _invalid(sql, Kind.NOT_A_QUERY, violation)
 
-        found = Findings()
         normalize_names(tree)
-        try:
-            check_names(tree, sql, self._schema, found)
-        except RecursionError:
-            found.warn("query too deeply nested to check table and column names")
-        except Exception as exc:  # sqlglot's scope builder refuses some exotic shapes
-            found.warn(f"could not check table and column names ({_one_line(str(exc))[:120]})")
-        try:
-            for warning in style_warnings(tree, sql):
-                found.warn(warning)
-        except Exception:  # warnings are advice: never let them break validation
-            pass
+        query = Query(tree, sql, self.catalog, self._schema, self.dialect, self.values, question)
+        found = apply(query, _BEFORE_DRY_RUN)
+        tables = _tables(query)
+        ran = self._dry_run(sql) if self.database is not None and not any(f.is_error for f in found) else []
+        found = apply(query, _AFTER_DRY_RUN, [*found, *ran])
+        return ValidationResult.of(found, sql, tables=tables, dangerous=any(f.kind is Kind.REFUSED for f in ran))
 
-        if found.errors:
-            return ValidationResult.of(found, sql)
-        self._check_literals(tree, found)
-        dangerous = self._dry_run(sql, found) if self.database is not None else False
-        return ValidationResult.of(found, sql, dangerous=dangerous)
-
-    def _check_literals(self, tree: exp.Expr, found: Findings) -> None:
-        """A literal that a fully indexed column does not hold is a warning naming the nearest stored values."""
-        index = self.values() if self.values is not None else None
-        if index is None:
-            return
-        try:
-            for message in literal_findings(tree, self.catalog, index):
-                found.warn(message)
-        except Exception:  # a shape sqlglot's scopes refuse: the name check has warned already
-            pass
-
-    def _unreadable(self, sql: str, message: str, *, shown: str | None = None) -> ValidationResult:
+    def _unreadable(self, sql: str, kind: Kind, message: str, *, shown: str | None = None) -> ValidationResult:
         """Invalid before parsing (too long, too deep, bad bytes); refused as well when its start reads as a write."""
-        result = _invalid(sql if shown is None else shown, [message])
+        result = _invalid(sql if shown is None else shown, kind, message)
         try:
             tokens = self._dialect.tokenize(sql[:_SNIFF_CHARS].replace("\x00", " "))
         except Exception:  # an unterminated string in the first characters: nothing more to say
@@ -237,32 +231,41 @@ class SQLValidator:
         word = refused_word(tokens)
         if word is None:
             return result
-        return ValidationResult(valid=False, sql=result.sql, errors=[message, refusal(word)], dangerous=True)
+        refused = Finding(kind=Kind.REFUSED, message=refusal(word))
+        return ValidationResult.of([*result.findings, refused], result.sql, dangerous=True)
 
-    def _dry_run(self, sql: str, found: Findings) -> bool:
-        """Run the query once (1 row, short timeout). Returns True if the database refused it as unsafe."""
+    def _dry_run(self, sql: str) -> list[Finding]:
+        """Run the query once (1 row, short timeout): what the database said. REFUSED if it refused it as unsafe."""
         assert self.database is not None
         try:
             result = self.database.execute(sql, timeout_s=self.dry_run_timeout_s, max_rows=1)
         except Exception as exc:  # a Database must not raise, but a custom backend might
-            found.error(f"database error: {type(exc).__name__}: {_one_line(str(exc))[:300]}")
-            return False
+            message = f"database error: {type(exc).__name__}: {one_line(str(exc))[:300]}"
+            return [Finding(kind=Kind.DATABASE_ERROR, message=message)]
         if result.timed_out:
-            found.warn(
+            message = (
                 f"dry run timed out after {self.dry_run_timeout_s:g}s: the query may be too slow "
                 "(cartesian join? missing join condition?)"
             )
-            return False
+            return [Finding(kind=Kind.SLOW, message=message)]
         if result.error is not None:
-            message = _one_line(result.error)
+            said = one_line(result.error)
             if result.denied:
-                found.error(f"dangerous operation: the database refused it ({message[:200]})")
-                return True
-            found.error(f"database error: {_strip_exception_name(message)[:300]}")
-            return False
+                message = f"dangerous operation: the database refused it ({said[:200]})"
+                return [Finding(kind=Kind.REFUSED, message=message)]
+            return [Finding(kind=Kind.DATABASE_ERROR, message=f"database error: {_strip_exception_name(said)[:300]}")]
         if not result.rows:
-            found.warn("query returns no rows — check filter values against the stored values")
-        return False
+            message = "query returns no rows — check filter values against the stored values"
+            return [Finding(kind=Kind.EMPTY_RESULT, message=message)]
+        return []
+
+
+def _tables(query: Query) -> list[str]:
+    """The catalog tables ``query`` reads; none where its scopes cannot be built."""
+    try:
+        return catalog_tables(query.scopes, query.schema)
+    except Exception:  # RecursionError included: the name check has warned already
+        return []
 
 
 def _size_error(tokens: list[Token]) -> str | None:
@@ -285,21 +288,22 @@ def _size_error(tokens: list[Token]) -> str | None:
     return None
 
 
-def _invalid(sql: str, errors: list[str]) -> ValidationResult:
-    return ValidationResult(valid=False, sql=sql, errors=errors)
+def _invalid(sql: str, kind: Kind, message: str) -> ValidationResult:
+    return ValidationResult.of([Finding(kind=kind, message=message)], sql)
 
 
-def _refused(sql: str, message: str) -> ValidationResult:
-    return ValidationResult(valid=False, sql=sql, errors=[message], suggestions=[READ_ONLY_HINT], dangerous=True)
+def _refused(sql: str, kind: Kind, message: str) -> ValidationResult:
+    refused = Finding(kind=kind, message=message, suggestions=(READ_ONLY_HINT,))
+    return ValidationResult.of([refused], sql, dangerous=True)
 
 
 def _parse_error_text(exc: ParseError) -> str:
     details = exc.errors[0] if getattr(exc, "errors", None) else None
     if not details:
-        return _one_line(str(exc))[:200]
-    description = _one_line(str(details.get("description") or "invalid syntax"))
-    near = _one_line(str(details.get("highlight") or ""))[:40]
-    before = _one_line(str(details.get("start_context") or ""))[-30:]
+        return one_line(str(exc))[:200]
+    description = one_line(str(details.get("description") or "invalid syntax"))
+    near = one_line(str(details.get("highlight") or ""))[:40]
+    before = one_line(str(details.get("start_context") or ""))[-30:]
     text = f"{description} at line {details.get('line')}, col {details.get('col')}"
     if near:
         text += f", near '{near}'"
@@ -309,7 +313,7 @@ def _parse_error_text(exc: ParseError) -> str:
 
 
 def _token_error_text(exc: Exception) -> str:
-    message = _one_line(str(exc))
+    message = one_line(str(exc))
     prefix = "Error tokenizing "
     if message.startswith(prefix):
         return f"cannot read the query near {message[len(prefix):][-60:]}: unterminated string or quoted name?"
@@ -319,7 +323,3 @@ def _token_error_text(exc: Exception) -> str:
 def _strip_exception_name(message: str) -> str:
     name, sep, rest = message.partition(": ")
     return rest if sep and name.endswith("Error") and " " not in name else message
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
+from text2sql_dspy.programs.catalog.words import RETRIEVAL_STOPWORDS, stem
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.retrieval.embedder import encode_texts, load_embedder
 
@@ -80,33 +81,6 @@ class TableRetriever(Protocol):
 
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_STOPWORDS = frozenset(
-    """
-    a an and are as at be been by can could did do does for from had has have how i in is it its
-    me my of on or our show than that the their them there these they this those to was were what
-    when where which who whom whose why will with would you your all any each list give find tell
-    please get return display much many number
-    """.split()
-)
-
-
-def _stem(word: str) -> str:
-    """Light suffix stripping: plurals, ``-ies``, ``-ed``, ``-ing`` (never below 3 letters)."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            stem = word[: -len(suffix)]
-            if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-                stem = stem[:-1]  # "blocked" -> "block", "shipped" -> "ship"
-            return stem
-    return word
 
 
 def tokenize(text: Any, *, keep_stopwords: bool = False) -> list[str]:
@@ -117,9 +91,9 @@ def tokenize(text: Any, *, keep_stopwords: bool = False) -> list[str]:
     for piece in _WORD.findall(str(text)):
         for part in _CAMEL.split(piece):
             word = part.lower()
-            if not word or (not keep_stopwords and word in _STOPWORDS):
+            if not word or (not keep_stopwords and word in RETRIEVAL_STOPWORDS):
                 continue
-            tokens.append(_stem(word))
+            tokens.append(stem(word))
     return tokens
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
+from pydantic import BaseModel, Field
 from sqlglot.errors import SqlglotError
 
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
@@ -56,12 +57,45 @@ class Execution:
             return "0"
         return f"{len(self.result.rows)}+" if self.result.truncated else str(len(self.result.rows))
 
-    def to_json(self, rows: int = SHOWN_ROWS) -> dict[str, Any]:
-        return {
-            "sql": self.sql, "valid": self.valid, "error": self.error, "columns": self.columns,
-            "rows": [[json_value(v) for v in row] for row in self.rows[:rows]],
-            "row_count": len(self.rows), "truncated": bool(self.ok and self.result.truncated),
-        }
+    def shown(self, rows: int = SHOWN_ROWS) -> Rows:
+        return Rows(sql=self.sql, valid=self.valid, error=self.error, columns=self.columns,
+                    rows=[[json_value(v) for v in row] for row in self.rows[:rows]], row_count=len(self.rows),
+                    truncated=bool(self.ok and self.result.truncated))
+
+
+class Rows(BaseModel):
+    """The final query's first rows as the page shows them (its validator's verdict when it did not run)."""
+
+    sql: str
+    valid: bool
+    error: str | None = None
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+
+
+class ChartData(BaseModel):
+    kind: str  # bar, line or number
+    figure: dict[str, Any] | None = None  # Plotly's {data, layout}
+    value: Any = None
+    label: str = ""
+
+
+class Reply(Answer):
+    """``/api/ask``'s reply: the :class:`Answer`, and where it came from, the SQL laid out, the verdict in words, its
+    rows and a chart when the result suits one."""
+
+    job: str = ""
+    db: str
+    program: str
+    sql_pretty: str = ""
+    conversation: str = ""  # the id a follow-up sends
+    turn: int = 1
+    confidence_words: str = ""
+    judge_words: str = ""
+    result: Rows | None = None
+    chart: ChartData | None = None
 
 
 def run_read_only(source: DataSource, sql: str, *, max_rows: int = MAX_ROWS) -> Execution:
@@ -147,17 +181,17 @@ class AnswerView:
         """``good``, ``warn`` or ``bad``: how the page colours the verdict."""
         return {CONFIDENCE_WORDS[0]: "good", CONFIDENCE_WORDS[1]: "warn"}.get(self.confidence_words, "bad")
 
-    def to_json(self) -> dict[str, Any]:
-        """The :class:`Answer` as JSON, plus the database, the program, the conversation and turn, the formatted SQL,
-        the result and the chart."""
-        return {
-            **self.answer.model_dump(mode="json"), "db": self.db, "program": self.program, "sql_pretty": self.sql_pretty,
-            "conversation": self.conversation, "turn": self.turn,
-            "confidence_words": self.confidence_words, "judge_words": self.judge_words,
-            "result": None if self.execution is None else self.execution.to_json(),
-            "chart": None if self.chart is None else {"kind": self.chart.kind, "figure": self.chart.figure,
-                                                     "value": json_value(self.chart.value), "label": self.chart.label},
-        }
+    def reply(self, job: str = "") -> Reply:
+        """The :class:`Answer` as it is, with the database, the program, the conversation and turn, the formatted SQL,
+        the verdict in words, the result and the chart."""
+        chart = self.chart
+        return Reply(
+            **dict(self.answer), job=job, db=self.db, program=self.program, sql_pretty=self.sql_pretty,
+            conversation=self.conversation, turn=self.turn, confidence_words=self.confidence_words,
+            judge_words=self.judge_words, result=None if self.execution is None else self.execution.shown(),
+            chart=None if chart is None else ChartData(kind=chart.kind, figure=chart.figure,
+                                                       value=json_value(chart.value), label=chart.label),
+        )
 
 
 def build_answer(db: str, program: str, answer: Answer, source: DataSource) -> AnswerView:

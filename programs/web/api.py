@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,12 +11,12 @@ from starlette.concurrency import run_in_threadpool
 
 from text2sql_dspy.programs.conversation import joined_question
 from text2sql_dspy.programs.question import MAX_QUESTION_CHARS
-from text2sql_dspy.programs.web.jobs import Job
+from text2sql_dspy.programs.web.answer import Reply
+from text2sql_dspy.programs.web.jobs import ended
 from text2sql_dspy.programs.web.service import Service
 
 router = APIRouter()
 MAX_SQL_CHARS = 20_000
-POLL_S = 0.05
 
 
 class Body(BaseModel):
@@ -49,22 +47,14 @@ def service_of(request: Request) -> Service:
     return request.app.state.service
 
 
-async def finished(job: Job) -> Job:
-    """``job`` once it has ended; past its deadline it ends as timed out (the answer is discarded)."""
-    while not job.finished:
-        if time.monotonic() > job.deadline:
-            job.time_out()
-            break
-        await asyncio.sleep(POLL_S)
-    return job
-
-
-@router.post("/api/ask", summary="Answer a question: the fields of run(), the formatted SQL, rows and chart")
-async def ask(body: AskBody, request: Request) -> JSONResponse:
+@router.post("/api/ask", summary="Answer a question: the Answer run() returns, the formatted SQL, rows and chart",
+             response_model=Reply, responses={500: {"description": "the program failed"},
+                                              504: {"description": "no answer within the server's time limit"}})
+async def ask(body: AskBody, request: Request) -> Reply | JSONResponse:
     service = service_of(request)
-    job = await finished(service.submit(service.check(body.question, body.db, body.program, body.conversation)))
+    job = await ended(service.submit(service.check(body.question, body.db, body.program, body.conversation)))
     if job.status == "done":
-        return JSONResponse({"job": job.id, **job.result.to_json()})
+        return job.result.reply(job.id)
     status = 504 if job.status == "timed_out" else 500
     return JSONResponse({"job": job.id, "detail": job.error}, status_code=status)
 
@@ -84,7 +74,7 @@ async def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
     if entry is not None and entry.question.question == body.question:
         rewrite = service.standalone(entry.job)
         if rewrite is not None:
-            rewrite = await finished(rewrite)
+            rewrite = await ended(rewrite)
             question = rewrite.result if rewrite.status == "done" else joined_question(body.question,
                                                                                          entry.job.result.earlier)
     saved = await run_in_threadpool(service.store.save_pair, service.source(db), question, body.sql, origin="user")

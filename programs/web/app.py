@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from text2sql_dspy.programs.errors import Text2SQLError
 from text2sql_dspy.programs.web import api, pages
-from text2sql_dspy.programs.web.guard import LOOPBACK_HOSTS, Guard
+from text2sql_dspy.programs.web.guard import LOOPBACK_HOSTS, Guard, TrustedHosts
 from text2sql_dspy.programs.web.jobs import QueueFull
 from text2sql_dspy.programs.web.service import Service
 
@@ -70,9 +70,9 @@ def create_app(service: Service, *, allowed_hosts: frozenset[str] | None = None)
         return JSONResponse({"detail": f"the server failed on this request ({type(exc).__name__}); see its log."},
                             status_code=500)
 
-    app.add_middleware(
-        Guard, token=service.config.token, max_body_bytes=service.config.max_body_bytes, allowed_hosts=allowed_hosts
-    )
+    app.add_middleware(Guard, token=service.config.token, max_body_bytes=service.config.max_body_bytes)
+    if allowed_hosts is not None:  # added last, so it runs first
+        app.add_middleware(TrustedHosts, allowed_hosts=allowed_hosts)
     return app
 
 

@@ -1,95 +1,116 @@
-"""Checks in front of every request: the token, the body size, the Host header and the Origin of a POST.
+"""Checks in front of every request: the Host header, the Origin of a POST, the token, the body size.
 
+* On loopback, a Host header other than the loopback names is refused with 421 (DNS rebinding):
+  :class:`TrustedHosts`, Starlette's ``TrustedHostMiddleware`` deciding.
+* A POST whose Origin is another site (a page elsewhere posting to this server) is refused with 403.
 * With a token (``TEXT2SQL_TOKEN``; required when the server binds beyond loopback), every request,
-  pages and assets included, must carry it: ``Authorization: Bearer <token>``, or the cookie a
-  browser gets by opening ``/?token=<token>`` once.
+  pages and assets included, must carry it or is refused with 401: ``Authorization: Bearer <token>``,
+  or the cookie a browser gets by opening ``/?token=<token>`` once (read by ``fastapi.security``).
 * A body larger than ``max_body_bytes`` is refused with 413 before the app reads it.
-* On loopback, a Host header other than the loopback names is refused (DNS rebinding), and so is
-  a POST whose Origin is another site (a page elsewhere posting to this server).
 """
 
 from __future__ import annotations
 
-import hmac
-from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+import secrets
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
+from fastapi.security import APIKeyCookie, APIKeyQuery, HTTPBearer
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 TOKEN_COOKIE = "text2sql_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+BEARER = HTTPBearer(auto_error=False)
+COOKIE = APIKeyCookie(name=TOKEN_COOKIE, auto_error=False)
+LOGIN = APIKeyQuery(name="token", auto_error=False)
+ADMITTED = "text2sql.host_admitted"
+
+
+class TrustedHosts:
+    """ASGI middleware that answers only the Host names ``allowed_hosts`` (Starlette's ``TrustedHostMiddleware``
+    decides); any other is refused with 421 naming the address to use."""
+
+    def __init__(self, app: ASGIApp, *, allowed_hosts: Iterable[str]):
+        self.app = app
+        self.check = TrustedHostMiddleware(_admit, allowed_hosts=sorted(allowed_hosts), www_redirect=False)
+        self.refusal = _error(421, f"this server answers only as {', '.join(sorted(allowed_hosts))}; use that address.")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            probe = dict(scope)
+            await self.check(probe, receive, _discard)  # the check's own refusal (400) is dropped for ours
+            if not probe.get(ADMITTED):
+                await self.refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _admit(scope: Scope, _receive: Receive, _send: Send) -> None:
+    scope[ADMITTED] = True
+
+
+async def _discard(_message: Message) -> None:
+    return None
 
 
 class Guard:
-    """ASGI middleware; ``allowed_hosts`` None lets any Host through (the token then guards the server)."""
+    """ASGI middleware: the Origin of a POST, then the token (``token`` None: none needed), then the body size."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int, allowed_hosts: frozenset[str] | None):
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int):
         self.app = app
         self.token = token or None
         self.max_body_bytes = max_body_bytes
-        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        refusal = self._refusal(scope, headers)
+        connection = HTTPConnection(scope)
+        refusal = await self._refusal(connection)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        body, too_large = await _read_body(receive, self.max_body_bytes, headers)
+        body, too_large = await _read_body(receive, self.max_body_bytes, connection.headers)
         if too_large:
             await _error(413, f"the request body is larger than {self.max_body_bytes:,} bytes; send less.")(scope, receive, send)
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _refusal(self, scope: Scope, headers: Headers) -> Any:
-        host = _hostname(headers.get("host", ""))
-        if self.allowed_hosts is not None and host not in self.allowed_hosts:
-            return _error(421, f"this server answers only as {', '.join(sorted(self.allowed_hosts))}; use that address.")
+    async def _refusal(self, connection: HTTPConnection) -> Response | None:
+        method, headers = connection.scope["method"], connection.headers
         origin = headers.get("origin")
-        if scope["method"] in UNSAFE_METHODS and origin and urlsplit(origin).netloc != headers.get("host", ""):
+        if method in UNSAFE_METHODS and origin and urlsplit(origin).netloc != headers.get("host", ""):
             return _error(403, "a page from another site may not post to this server.")
         if self.token is None:
             return None
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if scope["method"] == "GET" and "token" in query and _same(query["token"], self.token):
-            return _login_redirect(scope, query)
-        if _same(_presented_token(headers), self.token):
+        login = await LOGIN(connection)
+        if method == "GET" and _same(login, self.token):
+            return _login_redirect(connection, login)
+        if _same(await _presented_token(connection), self.token):
             return None
         return _error(401, "this server needs its token: send 'Authorization: Bearer <TEXT2SQL_TOKEN>', "
                            "or open /?token=<TEXT2SQL_TOKEN> once in the browser.")
 
 
-def _presented_token(headers: Headers) -> str:
-    auth = headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        return auth[7:].strip()
-    for part in headers.get("cookie", "").split(";"):
-        name, _, value = part.strip().partition("=")
-        if name == TOKEN_COOKIE:
-            return value
-    return ""
+async def _presented_token(connection: HTTPConnection) -> str | None:
+    """The bearer token if the request has an ``Authorization: Bearer`` header, else the login cookie."""
+    bearer = await BEARER(connection)
+    return bearer.credentials if bearer is not None else await COOKIE(connection)
 
 
-def _same(presented: str, token: str) -> bool:
-    return bool(presented) and hmac.compare_digest(presented.encode(), token.encode())
+def _same(presented: str | None, token: str) -> bool:
+    return bool(presented) and secrets.compare_digest(presented.encode(), token.encode())
 
 
-def _hostname(host: str) -> str:
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _login_redirect(scope: Scope, query: dict[str, str]) -> Any:
-    token = query.pop("token")
-    location = scope["path"] + (f"?{urlencode(query)}" if query else "")
-    response = RedirectResponse(location, status_code=303)
+def _login_redirect(connection: HTTPConnection, token: str) -> Response:
+    """To the same address without ``token``, setting the cookie that carries it from then on."""
+    url = connection.url.remove_query_params("token")
+    response = RedirectResponse(url.path + (f"?{url.query}" if url.query else ""), status_code=303)
     response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
     return response
 

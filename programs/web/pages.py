@@ -7,6 +7,7 @@ Pages and fragments are rendered on the server by Jinja2 with autoescaping on; t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import io
 import json
@@ -20,7 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
 
 from text2sql_dspy.programs.web.answer import cell_text, run_read_only
-from text2sql_dspy.programs.web.api import POLL_S, AskBody, CheckBody, service_of
+from text2sql_dspy.programs.web.api import AskBody, CheckBody, service_of
 from text2sql_dspy.programs.web.jobs import Job
 from text2sql_dspy.programs.web.service import Service
 
@@ -88,24 +89,38 @@ async def events(job_id: str, request: Request) -> EventSourceResponse:
 
 
 async def job_events(job: Job, request: Request) -> AsyncIterator[dict[str, str]]:
+    """Every stage the job emits, as it is emitted, then its answer or failure; past its deadline it times out."""
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+    stop_listening = job.listen(lambda: _wake(loop, changed))
     seen = 0
-    while True:
-        finished = job.finished  # read before the events: every stage emitted before the end is then sent
-        for event in job.events_since(seen):
-            seen += 1
-            yield {"event": "stage", "data": json.dumps(event)}
-        if finished:
-            break
-        if time.monotonic() > job.deadline:
-            job.time_out()
-            break
-        if await request.is_disconnected():
-            return
-        await asyncio.sleep(POLL_S)
+    try:
+        while True:
+            changed.clear()
+            finished = job.finished  # read before the events: every stage emitted before the end is then sent
+            for event in job.events_since(seen):
+                seen += 1
+                yield {"event": "stage", "data": json.dumps(event)}
+            if finished:
+                break
+            if await request.is_disconnected():
+                return
+            try:
+                await asyncio.wait_for(changed.wait(), job.deadline - time.monotonic())
+            except TimeoutError:
+                job.time_out()
+    finally:
+        stop_listening()
     if job.status == "done":
         yield {"event": "answer", "data": answer_html(job)}
     else:
         yield {"event": "failure", "data": job.error or "the answer failed"}
+
+
+def _wake(loop: asyncio.AbstractEventLoop, changed: asyncio.Event) -> None:
+    """Set ``changed`` in ``loop`` from the thread that changed the job."""
+    with contextlib.suppress(RuntimeError):  # the loop has closed: no stream is left to wake
+        loop.call_soon_threadsafe(changed.set)
 
 
 def answer_html(job: Job) -> str:

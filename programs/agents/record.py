@@ -1,0 +1,146 @@
+"""What one question's answer has gathered: each query checked, run and judged once, within the question's budgets.
+
+A :class:`Record` is made by the agent's ``answer`` for one question and kept by it alone: the repair loop's
+tools never see it (they return results, which the agent records). Its methods are the three things the agent
+does to a query, each once per distinct query, each leaving a :class:`~..answer.Step`:
+
+- :meth:`Record.check`: the validator's rules (``None`` once :attr:`Limits.max_validation_attempts` are spent);
+- :meth:`Record.run`: read-only execution;
+- :meth:`Record.judged`: the judge's verdict on what the query returned (``None`` without a judge, once its LM
+  failed, or once :attr:`Limits.max_judge_calls` are spent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from text2sql_dspy.programs.answer import Preview, Reading, Step
+from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.progress import emit
+from text2sql_dspy.programs.query.difference import differences
+from text2sql_dspy.programs.query.execution_facts import ExecutionFacts, facts_of
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.validator import ValidationResult
+from text2sql_dspy.programs.source import DataSource
+from text2sql_dspy.signatures import LLMJudgeOutput
+
+__all__ = ["Judge", "Limits", "Record"]
+
+# judge(question=..., sql=..., execution_result=...) -> verdict; raises when the judge's LM fails
+Judge = Callable[..., LLMJudgeOutput]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-question budgets (the V2 card's configuration defaults)."""
+
+    max_iterations: int = 10
+    max_retrieval_calls: int = 3
+    max_validation_attempts: int = 4
+    max_judge_calls: int = 3
+
+
+@dataclass
+class Record:
+    """One question: its inputs, and every check, run and verdict so far, in order."""
+
+    question: str
+    source: DataSource
+    limits: Limits
+    judge: Judge | None = None  # None: V1, structural checks only
+    checks: dict[str, ValidationResult] = field(default_factory=dict)  # cleaned query -> its validation, in order
+    runs: dict[str, QueryResult] = field(default_factory=dict)
+    verdicts: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, verdict), in call order
+    votes: dict[str, int] = field(default_factory=dict)  # query -> drafts that wrote it (V2: or its result)
+    steps: list[Step] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    judge_calls: int = 0
+    judge_errors: list[str] = field(default_factory=list)
+    redrafts: int = 0
+    retrievals: int = 1  # the prompt's tables are the question's first retrieval
+    repair_steps: int = 0
+    draft_confidence: float = 0.5  # the latest greedy draft's own token confidence
+
+    def step(self, kind: str, sql: str = "", note: str = "", thought: str = "") -> None:
+        self.steps.append(Step(kind=kind, sql=sql, note=note, thought=thought))
+
+    def check(self, sql: str) -> ValidationResult | None:
+        """The validation of ``sql`` (cleaned): kept from before, else checked now; None when the budget is spent."""
+        sql = clean_sql(sql)
+        if sql in self.checks:
+            return self.checks[sql]
+        if len(self.checks) >= self.limits.max_validation_attempts:
+            return None
+        emit("checking", sql=sql)
+        result = self.source.validator.validate(sql, question=self.question)
+        self.keep(result, sql)
+        self.step("check", sql, result.render())
+        return result
+
+    def keep(self, result: ValidationResult, sql: str | None = None) -> None:
+        """Record the validation of ``sql`` (default: the query it checked), made here or by the repair loop's tool."""
+        self.checks.setdefault(result.sql if sql is None else sql, result)
+
+    def run(self, sql: str) -> QueryResult:
+        """``sql``'s result, read-only, once per question."""
+        if sql not in self.runs:
+            emit("running", sql=sql)
+            database = self.source.database
+            self.runs[sql] = (database.execute(sql) if database is not None
+                              else QueryResult(error="no database to run the query on"))
+            self.step("run", sql, facts_of(self.runs[sql]).render())
+        return self.runs[sql]
+
+    def facts(self, sql: str) -> ExecutionFacts:
+        return facts_of(self.run(sql))
+
+    @property
+    def judge_available(self) -> bool:
+        return self.judge is not None and not self.judge_errors
+
+    def judged(self, sql: str) -> LLMJudgeOutput | None:
+        """The judge's verdict on ``sql``, a query that validated: one call, recorded; None when there is no judge,
+        its LM failed (recorded in :attr:`judge_errors`: the agent carries on as V1), or its budget is spent."""
+        sql = clean_sql(sql)
+        check = self.checks.get(sql)
+        if check is None or not check.valid or not self.judge_available:
+            return None
+        if self.judge_calls >= self.limits.max_judge_calls:
+            return None
+        self.judge_calls += 1
+        try:
+            verdict = self.judge(question=self.question, sql=sql, execution_result=self.facts(sql).render())
+        except Exception as exc:  # any failure of the judge's LM degrades V2 to V1, recorded in the answer
+            self.judge_errors.append(f"{type(exc).__name__}: {exc}")
+            return None
+        self.keep_verdict(sql, verdict)
+        return verdict
+
+    def keep_verdict(self, sql: str, verdict: LLMJudgeOutput, *, step: bool = True) -> None:
+        """Record a verdict, made here or by the repair loop's tool (whose own step shows it)."""
+        self.verdicts.append((sql, verdict))
+        if step:
+            issues = "; ".join(verdict.issues)
+            note = f"P(right) {verdict.correctness_score:.2f}" + (f": {issues}" if issues else "")
+            self.step("judge", sql, note + (f"\n{verdict.reasoning}" if verdict.reasoning else ""))
+
+    def verdict_of(self, sql: str) -> LLMJudgeOutput | None:
+        """The latest verdict on exactly this query, if any."""
+        return next((v for q, v in reversed(self.verdicts) if q == sql), None)
+
+    def readings(self, chosen: str, alternatives: list[str]) -> list[Reading]:
+        """Every distinct query the validator saw, in order, with its votes, findings, verdict and the first rows
+        it returned where it ran; the two ``alternatives`` each with what it does that the other does not."""
+        one, two = differences(*alternatives[:2], self.source.dialect) if len(alternatives) >= 2 else ([], [])
+        found = []
+        for sql, check in self.checks.items():
+            verdict = self.verdict_of(sql)
+            result = self.runs.get(sql)
+            found.append(Reading(
+                sql=sql, chosen=sql == chosen, votes=self.votes.get(sql, 1), valid=check.valid,
+                findings=list(check.findings), judge_score=None if verdict is None else verdict.correctness_score,
+                preview=None if result is None else Preview.of(result),
+                difference=one if alternatives[:1] == [sql] else two if alternatives[1:2] == [sql] else [],
+            ))
+        return found
