@@ -44,7 +44,7 @@ from text2sql_dspy.programs.agents.react import SAMPLE_TEMPERATURE
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.query.execution_facts import facts_of
+from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.llm.factory import build_lm
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter

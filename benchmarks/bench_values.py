@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import sqlglot
-from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
 from text2sql_dspy.programs.dataset import load_split

@@ -23,7 +23,7 @@ from pathlib import Path
 from text2sql_dspy.optimize.report import roc_auc
 from text2sql_dspy.programs.dataset import database_path
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.query.execution_facts import facts_of
+from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.source import open_source
 
 

@@ -28,7 +28,7 @@ from text2sql_dspy.programs.query.results import columns_subset_match, is_ordere
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
-from text2sql_dspy.programs.query.execution_facts import facts_of
+from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.signatures import JudgeAgainstReference, JudgeSQL
 

@@ -8,7 +8,6 @@ pair in the example store. The whole command line is :mod:`text2sql_dspy.cli`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from text2sql_dspy.programs.command import Command, positive_int

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.query.execution_facts import MAX_CELL_CHARS, facts_of
+from text2sql_dspy.programs.query.results import MAX_CELL_CHARS, facts_of
 
 
 def test_a_plain_result_shows_columns_count_and_first_rows() -> None:

@@ -14,13 +14,23 @@ from text2sql_dspy.programs.catalog.catalog import Catalog, introspect_sqlite
 from text2sql_dspy.programs.catalog.values import ValueIndex, build_value_index
 from text2sql_dspy.programs.db.database import SQLiteDatabase
 from text2sql_dspy.programs.db.policy import READ_ONLY_HINT
-from text2sql_dspy.programs.query import rules
+from text2sql_dspy.programs.query import validator as rules
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.lints import cartesian_join, limit_without_order, select_star
 from text2sql_dspy.programs.query.names import normalize_names
-from text2sql_dspy.programs.query.rules import RULES, Query, apply, missing_values, names, shows_key
-from text2sql_dspy.programs.query.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult
+from text2sql_dspy.programs.query.validator import (
+    MAX_NESTING,
+    MAX_QUERY_CHARS,
+    RULES,
+    Query,
+    SQLValidator,
+    ValidationResult,
+    apply,
+    missing_values,
+    names,
+    shows_key,
+)
 
 COVERED: set[Kind] = set()  # the kinds the tables below expect, checked last against Kind
 

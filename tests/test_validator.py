@@ -12,7 +12,7 @@ import pytest
 
 from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import SQLiteDatabase
-from text2sql_dspy.programs.query.query_warnings import keys_shown
+from text2sql_dspy.programs.query.lints import keys_shown
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.query.validator import MAX_NESTING, MAX_QUERY_CHARS, SQLValidator, ValidationResult
 

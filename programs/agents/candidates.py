@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from text2sql_dspy.programs.agents.drafting import Draft
 from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.query.execution_facts import ExecutionFacts
+from text2sql_dspy.programs.query.results import ExecutionFacts
 from text2sql_dspy.programs.query.findings import Kind
 from text2sql_dspy.programs.query.results import same_result
 from text2sql_dspy.programs.query.validator import ValidationResult

@@ -16,7 +16,6 @@ model takes repair steps. A malformed reply never crashes a call: the answer say
 
 from __future__ import annotations
 
-import threading
 from functools import partial
 from pathlib import Path
 from typing import Any

@@ -19,7 +19,7 @@ from text2sql_dspy.programs.answer import Preview, Reading, Step
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.query.difference import differences
-from text2sql_dspy.programs.query.execution_facts import ExecutionFacts, facts_of
+from text2sql_dspy.programs.query.results import ExecutionFacts, facts_of
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.source import DataSource

@@ -19,7 +19,7 @@ from text2sql_dspy.programs.agents.record import Record
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
-from text2sql_dspy.programs.query.execution_facts import facts_of
+from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView

@@ -7,14 +7,14 @@
    or undecodable bytes: refused before parsing (sqlglot's parser recurses);
 3. **parse** — with sqlglot, in the database's dialect; a syntax error becomes one short message;
 4. **read-only policy** — on the parsed tree (:mod:`~.policy`), refused with ``dangerous=True``;
-5. **rules** — :data:`~.rules.RULES` on the tree, in order: every table and column resolved against the
+5. **rules** — :data:`RULES` on the tree, in order: every table and column resolved against the
    :class:`Catalog` at once, with "did you mean" (:mod:`~.resolution`); advice (:mod:`~.lints`); then, if
    nothing has failed, the literals a column does not hold, given the database's value index (:mod:`~.literals`);
 6. **dry run** — if a database is given and nothing above failed, the query itself runs once
    with ``max_rows=1`` and a short timeout, which catches what static checks cannot
    (aggregate misuse, type errors). A timeout or an empty result is only a warning;
 7. **the answer** — given the question, and if nothing has failed, a key shown where the question
-   asks for no id (:data:`~.rules.AFTER_DRY_RUN`).
+   asks for no id (:data:`AFTER_DRY_RUN`).
 
 Every step gives findings (:class:`~.findings.Finding`); errors invalidate a query, warnings never do.
 
@@ -24,8 +24,9 @@ keeps on ``self`` is computed in ``__init__`` and never changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import wraps
 
 import sqlglot
 from sqlglot import exp
@@ -34,10 +35,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from text2sql_dspy.programs.catalog.catalog import Catalog
-from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.catalog.values import ValueIndex
 from text2sql_dspy.programs.db.database import Database
-from text2sql_dspy.programs.query.findings import Finding, Kind, messages, one_line, suggestions
-from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.db.policy import (
     DANGEROUS_FUNCTIONS,
     READ_ONLY_HINT,
@@ -47,12 +46,22 @@ from text2sql_dspy.programs.db.policy import (
     statement_keywords,
     statement_label,
 )
+from text2sql_dspy.programs.query import literals
+from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.findings import Finding, Kind, distinct, messages, one_line, suggestions
+from text2sql_dspy.programs.query.lints import (
+    Query,
+    asks_for_keys,
+    cartesian_join,
+    key_findings,
+    limit_without_order,
+    select_star,
+)
+from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.query.reply import clean_sql
-from text2sql_dspy.programs.query.resolution import catalog_tables
-from text2sql_dspy.programs.query.rules import AFTER_DRY_RUN, RULES, Query, apply
-from text2sql_dspy.programs.catalog.values import ValueIndex
+from text2sql_dspy.programs.query.resolution import catalog_tables, check_names
 
-__all__ = ["ValidationResult", "SQLValidator", "MAX_QUERY_CHARS", "MAX_TOKENS", "MAX_NESTING"]
+__all__ = ["AFTER_DRY_RUN", "MAX_NESTING", "MAX_QUERY_CHARS", "MAX_TOKENS", "Query", "RULES", "Rule", "SQLValidator", "ValidationResult", "WHILE_VALID", "apply", "missing_values", "names", "shows_key"]
 
 MAX_QUERY_CHARS = 100_000
 MAX_TOKENS = 20_000
@@ -61,6 +70,83 @@ _SET_OPERATION_TOKENS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenTy
 _SNIFF_CHARS = 2_000  # how much of an unparseable query is read for a write statement
 MAX_NESTING = 30  # parentheses and CASE; deeper queries are refused before parsing (sqlglot's parser recurses)
 _MAX_RENDERED_ITEMS = 8
+
+
+# --------------------------------------------------------------------------- the rules, in the manner of sqlglot's optimizer
+# A rule is a plain function of a :class:`~.lints.Query` that returns findings and changes nothing. The last two
+# (:data:`WHILE_VALID`) judge a query the database would take: :func:`apply` skips them once an error has been
+# found. :data:`AFTER_DRY_RUN` are the rules whose findings follow the dry run. A rule that fails says what went
+# unchecked, or nothing, and never raises (but a value index getter that raises does).
+
+Rule = Callable[[Query], Iterable[Finding]]
+
+
+def names(query: Query) -> Iterator[Finding]:
+    """The name check's findings; one that fails part-way keeps what it found and warns that names went unchecked."""
+    try:
+        yield from check_names(query.scopes, query.sql, query.schema)
+    except RecursionError:
+        yield Finding(kind=Kind.UNCHECKED, message="query too deeply nested to check table and column names")
+    except Exception as exc:  # sqlglot's scope builder refuses some exotic shapes
+        message = f"could not check table and column names ({one_line(str(exc))[:120]})"
+        yield Finding(kind=Kind.UNCHECKED, message=message)
+
+
+def missing_values(query: Query) -> list[Finding]:
+    """The literals that fully indexed columns do not hold; none without a value index, or where the check fails."""
+    index = query.values() if query.values is not None else None
+    if index is None:
+        return []
+    try:
+        return literals.missing_values(query.tree, query.catalog, index)
+    except Exception:  # a shape sqlglot's scopes refuse: the name check has warned already
+        return []
+
+
+def shows_key(query: Query) -> list[Finding]:
+    """The keys the answer shows, when there is a question and it asks for no id; none where the check fails."""
+    if not query.question or asks_for_keys(query.question):
+        return []
+    try:
+        return key_findings(query.tree, query.catalog, query.sql)
+    except Exception:  # advice: never let it break validation
+        return []
+
+
+def _advice(lint: Rule) -> Rule:
+    """``lint`` with its findings all or none: a lint that raises says nothing."""
+
+    @wraps(lint)
+    def contained(query: Query) -> list[Finding]:
+        try:
+            return list(lint(query))
+        except Exception:  # warnings are advice: never let them break validation
+            return []
+
+    return contained
+
+
+RULES: tuple[Rule, ...] = (
+    names,
+    *map(_advice, (select_star, limit_without_order, cartesian_join)),
+    missing_values,
+    shows_key,
+)
+WHILE_VALID: frozenset[Rule] = frozenset({missing_values, shows_key})
+AFTER_DRY_RUN: frozenset[Rule] = frozenset({shows_key})
+
+
+def apply(query: Query, rules: Iterable[Rule] = RULES, found: Iterable[Finding] = ()) -> list[Finding]:
+    """``found``, then the findings of ``rules`` on ``query`` in order (:func:`~.findings.distinct`); a rule of
+    :data:`WHILE_VALID` is skipped once any of them is an error."""
+    found = list(found)
+    for rule in rules:
+        if rule in WHILE_VALID and any(finding.is_error for finding in found):
+            continue
+        found.extend(rule(query))
+    return distinct(found)
+
+
 _BEFORE_DRY_RUN = tuple(rule for rule in RULES if rule not in AFTER_DRY_RUN)
 _AFTER_DRY_RUN = tuple(rule for rule in RULES if rule in AFTER_DRY_RUN)
 
