@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
-from text2sql_dspy.programs.db.database import open_database  # noqa: E402
+from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
 from text2sql_dspy.programs.catalog.samples import sampled  # noqa: E402
 from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402

@@ -1,4 +1,5 @@
-"""One answer, as every surface reads it: :class:`Answer`.
+"""A user's question, checked before any model sees it (:func:`check_question`), and its answer, as every surface
+reads it: :class:`Answer`.
 
 The programs build it as they answer; ``forward`` returns it inside a ``dspy.Prediction`` (``.answer``),
 ``Text2SQLProgram.run()`` returns it as it is. Every surface reads this one object: the CLI prints it
@@ -20,9 +21,29 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.query.findings import Finding
 
+MAX_QUESTION_CHARS = 4000
 PREVIEW_ROWS = 5  # rows a reading keeps
+
+
+def check_question(question: Any) -> str:
+    """The question, stripped; :class:`QuestionError` if it is empty, not UTF-8, or too long to be a question."""
+    if not isinstance(question, str) or not question.strip():
+        raise QuestionError("the question is empty. Ask something about the data, e.g. 'How many users are blocked?'")
+    question = question.strip()
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:  # e.g. argv bytes from a non-UTF-8 terminal, kept as lone surrogates
+        raise QuestionError(
+            f"the question holds bytes that are not valid UTF-8 (character {exc.start + 1}). Retype it, or save it as UTF-8."
+        ) from None
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionError(
+            f"the question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
+        )
+    return question
 
 
 class Status(StrEnum):
@@ -62,6 +83,9 @@ class Reading(BaseModel):
     votes: int = 1  # drafts that wrote this query, or (V2) whose query returned the same result
     valid: bool = False
     findings: list[Finding] = Field(default_factory=list)  # what the validator's rules found, errors first
+    confidence: float | None = None  # the first draft that wrote it: its tokens' geometric-mean probability
+    weakest: float | None = None  # ... and its least likely token's probability (None: the LM gives none)
+    tokens: int = 0  # ... and how many tokens its SQL took
     judge_score: float | None = None
     preview: Preview | None = None  # None: not run
     difference: list[str] = Field(default_factory=list)  # when unsure: what this reading does that the other does not

@@ -61,7 +61,7 @@ def build_program(args: argparse.Namespace, db_path: str):  # noqa: ANN201 - a T
 
 
 def ask(args: argparse.Namespace) -> int:
-    from text2sql_dspy.programs.question import check_question
+    from text2sql_dspy.programs.answer import check_question
     from text2sql_dspy.programs.bundled import ensure_bundled_database
 
     question = check_question(args.question)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,12 +11,14 @@ from pathlib import Path
 
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.catalog.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
-from text2sql_dspy.programs.db.database import Database, open_database
+from text2sql_dspy.programs.db.database import Database
+from text2sql_dspy.programs.db.engines import open_database
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
 from text2sql_dspy.programs.catalog.documentation import docs_beside, load_docs, with_docs
 from text2sql_dspy.programs.catalog.introspection import introspect
 from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
+from text2sql_dspy.programs.examples.identity import catalog_key
 from text2sql_dspy.programs.query.requalify import requalified
 from text2sql_dspy.programs.catalog.samples import sampled
 from text2sql_dspy.programs.query.validator import SQLValidator
@@ -80,6 +83,12 @@ class DataSource:
         except RecursionError:
             return sql
 
+    @cached_property
+    def store_key(self) -> str:
+        """The key the example store and the calibrations file this database under
+        (:func:`~.examples.identity.database_key`)."""
+        return catalog_key(self.db_id, self.catalog)
+
     @property
     def dialect(self) -> str:
         return self.database.dialect if self.database is not None else "sqlite"
@@ -95,6 +104,7 @@ class DataSource:
 
 
 _cache: dict[tuple[str, str | None, str | None], DataSource] = {}
+_asked: dict[tuple[str, str | None, str | None, str | None], DataSource] = {}  # (cwd, the arguments as given) -> source
 _lock = threading.Lock()
 
 
@@ -113,6 +123,17 @@ def open_source(
     and table descriptions; a SQLite file with a ``database_description/`` folder beside it (a BIRD
     download) gets that folder's without being asked.
     """
+    asked = (_cwd(), *(None if arg is None else str(arg) for arg in (db_path, schema_dir, docs)))
+    with _lock:
+        source = _asked.get(asked)
+    if source is None:
+        source = _opened(db_path, schema_dir, docs)
+        with _lock:
+            _asked[asked] = source
+    return source
+
+
+def _opened(db_path: Path | str | None, schema_dir: Path | str | None, docs: Path | str | None) -> DataSource:
     if db_path is None:
         return _schema_only(schema_dir, docs)
     address = parse_address(db_path)
@@ -137,6 +158,14 @@ def open_source(
                 catalog = with_docs(catalog, load_docs(docs))
             _cache[key] = DataSource(db_id, sampled(catalog, database), database)
         return _cache[key]
+
+
+def _cwd() -> str:
+    """The folder relative paths resolve against, or "" when it is gone."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
 
 
 def _resolved(path: Path | str | None) -> str | None:

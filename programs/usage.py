@@ -1,12 +1,19 @@
-"""LM calls, tokens and cost of one question or one run, per model.
+"""LM calls, tokens and cost of one question or one run, per model, and the token prices that cost them.
 
 :func:`metered` wraps any block of DSPy calls. Inside it, on this thread, a DSPy callback counts
-every LM call and DSPy's own usage tracker sums the tokens the LM reports. Prices come from
-:mod:`programs.llm.pricing`.
+every LM call and DSPy's own usage tracker sums the tokens the LM reports.
+
+Prices come from LiteLLM's model cost map: :func:`price_for` gives ``(input, output)`` USD per 1M tokens for any
+model string the map prices (``anthropic/claude-sonnet-4-5``, ``claude-haiku-4-5-20251001``: a provider prefix,
+and a date or ``-latest`` suffix the map lacks, are tried without); the embedded model costs nothing and never
+imports LiteLLM. :func:`cost_usd` returns ``0.0`` for a model the map does not price; :func:`price_known` tells a
+free model from an unpriced one. The map is the copy installed with LiteLLM (pinned in pyproject.toml), never
+fetched (:func:`~.llm.factory.import_litellm`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -16,7 +23,46 @@ import dspy
 from dspy.utils.callback import BaseCallback
 from dspy.utils.usage_tracker import UsageTracker, track_usage
 
-from text2sql_dspy.programs.llm.pricing import cost_usd
+from text2sql_dspy.programs.llm.factory import import_litellm, is_local_model
+
+Price = tuple[float, float]
+
+_SUFFIX = re.compile(r"(-\d{8}|-latest)$")
+
+
+def _lookup_names(model: str) -> list[str]:
+    """The keys to look ``model`` up by, in order: as given, without the provider, without a date suffix."""
+    name = model.strip().lower()
+    bare = name.rsplit("/", 1)[-1]
+    return list(dict.fromkeys([name, bare, _SUFFIX.sub("", bare)]))
+
+
+def price_for(model: str) -> Price | None:
+    """``(input, output)`` USD per 1M tokens, or ``None`` if the model is unpriced."""
+    if is_local_model(model):
+        return (0.0, 0.0)
+    cost_map = import_litellm().model_cost
+    for name in _lookup_names(model):
+        entry = cost_map.get(name) or {}
+        prices = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+        if None not in prices:
+            return (prices[0] * 1_000_000, prices[1] * 1_000_000)
+    return None
+
+
+def price_known(model: str) -> bool:
+    """True if ``model`` has a price (the embedded model does, at 0)."""
+    return price_for(model) is not None
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD cost of a call; ``0.0`` for unknown models (check :func:`price_known`)."""
+    if prompt_tokens < 0 or completion_tokens < 0:
+        raise ValueError("token counts must be non-negative")
+    price = price_for(model)
+    if price is None:
+        return 0.0
+    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
 @dataclass

@@ -42,7 +42,7 @@ def test_v2_on_anthropic_sends_model_system_prompt_and_limits_and_parses_the_stu
     from text2sql_dspy.programs.agents.judge import VERDICT_MAX_TOKENS
     from text2sql_dspy.programs.agents.registry import make_program
     from text2sql_dspy.programs.llm.factory import build_lm, supports_logprobs, supports_prefill
-    from text2sql_dspy.programs.llm.pricing import cost_usd
+    from text2sql_dspy.programs.usage import cost_usd
 
     with StubServer(stub_replies) as stub:
         monkeypatch.setenv("ANTHROPIC_API_KEY", STUB_KEY)

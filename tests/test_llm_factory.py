@@ -14,11 +14,12 @@ import dspy
 import pytest
 
 from text2sql_dspy.programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
-from text2sql_dspy.programs.llm import factory, model_files, pricing
+from text2sql_dspy.programs import usage
+from text2sql_dspy.programs.llm import factory, model_files
 from dspy.lm15 import FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
 
 from text2sql_dspy.programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, request_to_messages
-from text2sql_dspy.programs.llm.llama_messages import llama_response_format as _llama_response_format
+from text2sql_dspy.programs.llm.llama_engine import llama_response_format as _llama_response_format
 
 MODEL_ENV = ("TEXT2SQL_MODEL", "TEXT2SQL_JUDGE_MODEL", "LLM_JUDGE_MODEL", "TEXT2SQL_API_BASE",
              "OPENAI_API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TEXT2SQL_N_CTX", "TEXT2SQL_N_THREADS")
@@ -238,23 +239,23 @@ PRICED = [  # (model string, prompt tokens, completion tokens, USD), at LiteLLM'
 
 @pytest.mark.parametrize(("model", "prompt", "completion", "usd"), PRICED)
 def test_pricing_math(model: str, prompt: int, completion: int, usd: float) -> None:
-    assert pricing.cost_usd(model, prompt, completion) == pytest.approx(usd)
-    assert pricing.price_known(model)
+    assert usage.cost_usd(model, prompt, completion) == pytest.approx(usd)
+    assert usage.price_known(model)
 
 
 def test_the_embedded_model_is_priced_without_litellm() -> None:
-    code = ("import sys; from text2sql_dspy.programs.llm.pricing import cost_usd; "
+    code = ("import sys; from text2sql_dspy.programs.usage import cost_usd; "
             "assert cost_usd('local', 5, 5) == 0.0; print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
 
 def test_pricing_unknown_model_is_flagged() -> None:
-    assert pricing.cost_usd("openai/no-such-model", 1000, 1000) == 0.0
-    assert not pricing.price_known("openai/no-such-model")
-    assert pricing.price_for("openai/no-such-model") is None
+    assert usage.cost_usd("openai/no-such-model", 1000, 1000) == 0.0
+    assert not usage.price_known("openai/no-such-model")
+    assert usage.price_for("openai/no-such-model") is None
     with pytest.raises(ValueError):
-        pricing.cost_usd("local", -1, 0)
+        usage.cost_usd("local", -1, 0)
 
 
 # -- model_files with a tiny fake set of parts ----------------------------------

@@ -27,7 +27,7 @@ from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.calibration import load_calibration
 from text2sql_dspy.programs.conversation import Conversation, render_history
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.question import check_question
+from text2sql_dspy.programs.answer import check_question
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.programs.retrieval.schema_view import (

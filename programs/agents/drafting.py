@@ -16,7 +16,9 @@ from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.llm.factory import logprob_config, supports_seed
 from text2sql_dspy.programs.llm.fields import FIELD_END
-from text2sql_dspy.programs.llm.token_logprobs import field_tokens, mean_token_probability, reply_tokens
+from text2sql_dspy.programs.llm.token_logprobs import (
+    field_tokens, lowest_token_probability, mean_token_probability, reply_tokens,
+)
 from text2sql_dspy.programs.progress import emit
 
 __all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql"]
@@ -29,11 +31,14 @@ NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropi
 
 @dataclass(frozen=True)
 class Draft:
-    """A drafted query (cleaned), its confidence in [0, 1], and why drafting failed, if it did."""
+    """A drafted query (cleaned), its confidence in [0, 1], and why drafting failed, if it did; where the LM gives
+    token probabilities, the least likely token's (``weakest``) and how many tokens the SQL took."""
 
     sql: str
     confidence: float
     error: str | None = None
+    weakest: float | None = None
+    tokens: int = 0
 
 
 def draft_sql(
@@ -67,5 +72,7 @@ def draft_sql(
     sql = clean_sql(str(pred.get("sql") or ""))
     if sql and source is not None:
         sql = source.runnable(sql)
-    confidence = mean_token_probability(field_tokens(reply_tokens(pred.get("logprobs")), "sql"))
-    return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL")
+    tokens = field_tokens(reply_tokens(pred.get("logprobs")), "sql")
+    confidence = mean_token_probability(tokens)
+    return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL",
+                 weakest=lowest_token_probability(tokens), tokens=len(tokens))

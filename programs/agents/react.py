@@ -134,6 +134,7 @@ class ReActAgent(Text2SQLProgram):
         draft = draft_sql(self.draft, self.lm, source=record.source, question=record.question,
                           table_schemas=view.text, facts=view.facts, **options)
         record.step(kind, draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
+        record.drafts.setdefault(draft.sql, draft)
         if draft.sql and kind != "sample":  # a sample's confidence is not the agent's
             record.draft_confidence = draft.confidence
         return draft

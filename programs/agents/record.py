@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from text2sql_dspy.programs.agents.drafting import Draft
 from text2sql_dspy.programs.answer import Preview, Reading, Step
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
@@ -53,6 +54,7 @@ class Record:
     runs: dict[str, QueryResult] = field(default_factory=dict)
     verdicts: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, verdict), in call order
     votes: dict[str, int] = field(default_factory=dict)  # query -> drafts that wrote it (V2: or its result)
+    drafts: dict[str, Draft] = field(default_factory=dict)  # query -> the first draft that wrote it
     steps: list[Step] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     judge_calls: int = 0
@@ -137,8 +139,11 @@ class Record:
         for sql, check in self.checks.items():
             verdict = self.verdict_of(sql)
             result = self.runs.get(sql)
+            draft = self.drafts.get(sql)
             found.append(Reading(
                 sql=sql, chosen=sql == chosen, votes=self.votes.get(sql, 1), valid=check.valid,
+                confidence=None if draft is None else draft.confidence, weakest=None if draft is None else draft.weakest,
+                tokens=0 if draft is None else draft.tokens,
                 findings=list(check.findings), judge_score=None if verdict is None else verdict.correctness_score,
                 preview=None if result is None else Preview.of(result),
                 difference=one if alternatives[:1] == [sql] else two if alternatives[1:2] == [sql] else [],

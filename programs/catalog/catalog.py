@@ -47,6 +47,15 @@ class Column(BaseModel):
         return any(word in self.type.upper() for word in ("TEXT", "CHAR", "CLOB", "STRING"))
 
     @property
+    def opaque(self) -> bool:
+        """Whether this is a key of opaque ids (UUIDs, ``rec…`` record ids, hashes): a key column whose every sample
+        (two or more) is one token of 8 or more characters mixing letters and digits. A model copies such ids from
+        samples into filters; the prompt shows their shape instead (:func:`id_shape`)."""
+        keyish = self.primary_key or self.unique or bool(self.references) or self.name.lower().endswith(("id", "_ref"))
+        texts = [s for s in self.samples if isinstance(s, str)]
+        return keyish and len(texts) >= 2 and len(texts) == len(self.samples) and all(_opaque_id(s) for s in texts)
+
+    @property
     def stores_integer(self) -> bool:
         """Whether the declared type is an integer type (INTEGER, INT, BIGINT, SMALLINT, ...), as sqlglot reads it."""
         try:
@@ -326,7 +335,9 @@ def _column_comment(column: Column, samples: bool) -> str:
     if column.description and not column.primary_key:
         parts.append(_one_line(column.description))
     describes_values = "'" in column.description
-    if samples and column.samples and column.type.upper() == "TEXT" and not describes_values and not column.references:
+    if samples and column.opaque:
+        parts.append(f"ids like {id_shape(column.samples)!r}")
+    elif samples and column.samples and column.type.upper() == "TEXT" and not describes_values and not column.references:
         shown = [
             s for s in column.samples if isinstance(s, str) and len(s) <= MAX_SAMPLE_CHARS and not _looks_like_timestamp(s)
         ][:3]
@@ -335,6 +346,21 @@ def _column_comment(column: Column, samples: bool) -> str:
     elif samples and column.samples and not column.description and not (column.primary_key or column.references):
         parts.append("e.g. " + ", ".join(repr(v) for v in column.samples[:3]))
     return " ".join(parts)
+
+
+def _opaque_id(value: str) -> bool:
+    return len(value) >= 8 and not any(ch.isspace() for ch in value) and any(ch.isdigit() for ch in value) and any(
+        ch.isalpha() for ch in value)
+
+
+def id_shape(samples: list) -> str:
+    """What opaque ids look like, without one of them: their common start and an ellipsis (``'rec…'``)."""
+    texts = [str(s) for s in samples]
+    prefix = texts[0]
+    for text in texts[1:]:
+        while not text.startswith(prefix):
+            prefix = prefix[:-1]
+    return (prefix if 2 <= len(prefix) <= 6 else texts[0][:3]) + "\u2026"
 
 
 def _looks_like_timestamp(value: str) -> bool:

@@ -1,9 +1,10 @@
 """Read-only query execution behind a small interface.
 
-:class:`Database` is what programs, tools and metrics use to run SQL. :func:`open_database` picks the
-engine from the address (a SQLite path, or a ``sqlite:///``, ``postgresql://`` or ``duckdb:///`` URL):
-:class:`SQLiteDatabase` here, PostgreSQL and DuckDB in :mod:`.engines`. Each is read-only by the
-engine's own guarantees, caps rows and times queries out; none raises for a bad query.
+:class:`Database` is what programs, tools and metrics use to run SQL, and :class:`QueryResult` what running
+one query gives back; every engine shares the default limits here. :class:`SQLiteDatabase` is here,
+PostgreSQL, MySQL and DuckDB in :mod:`.engines`, whose :func:`~.engines.open_database` picks the engine from
+the address (a SQLite path, or a ``sqlite:///``, ``postgresql://``, ``mysql+pymysql://`` or ``duckdb:///`` URL).
+Each is read-only by the engine's own guarantees, caps rows and times queries out; none raises for a bad query.
 
 SQLite is guarded three ways, so that no generated query can write:
 the file is opened with ``mode=ro``, the connection sets ``PRAGMA query_only``, and an authorizer
@@ -18,16 +19,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from text2sql_dspy.programs.db.address import DatabaseAddress, parse_address
 from text2sql_dspy.programs.catalog.catalog import connect_readonly
-from text2sql_dspy.programs.db.engines import open_engine_database
-from text2sql_dspy.programs.db.query_result import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
 
-__all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "Database", "QueryResult", "SQLiteDatabase", "open_database"]
+__all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "Database", "QueryResult", "SQLiteDatabase"]
 
+DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_MAX_ROWS = 1000
 MAX_VALUE_BYTES = 10_000_000  # largest string or blob a query may build (SQLite's own default is 1 GB)
 
 _ALLOWED_ACTIONS = {
@@ -37,6 +38,23 @@ _ALLOWED_ACTIONS = {
     sqlite3.SQLITE_RECURSIVE,
 }
 _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Outcome of one query: rows on success, else ``error`` (never both)."""
+
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple] = field(default_factory=list)
+    truncated: bool = False
+    error: str | None = None
+    timed_out: bool = False
+    denied: bool = False  # the engine refused it as a write or a forbidden action
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 class Database(Protocol):
@@ -116,11 +134,3 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
-
-
-def open_database(target: Path | str | DatabaseAddress, **options: float | int) -> Database:
-    """Open the database at ``target`` (a path or URL) read-only, with the engine its address names."""
-    address = parse_address(target)
-    if address.engine == "sqlite":
-        return SQLiteDatabase(address.path, **options)
-    return open_engine_database(address, **options)

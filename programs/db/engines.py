@@ -1,4 +1,5 @@
-"""PostgreSQL, MySQL/MariaDB and DuckDB behind the :class:`~.database.Database` interface, connected through SQLAlchemy 2.
+"""PostgreSQL, MySQL/MariaDB and DuckDB behind the :class:`~.database.Database` interface, connected through SQLAlchemy 2;
+:func:`open_database` opens any engine's database (SQLite's too) from its address.
 
 Both are read-only by the engine's own guarantees, not by trusting the validator:
 
@@ -27,11 +28,12 @@ import re
 import threading
 import time
 import warnings
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from text2sql_dspy.programs.db.address import DatabaseAddress
-from text2sql_dspy.programs.db.query_result import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
+from text2sql_dspy.programs.db.address import DatabaseAddress, parse_address
+from text2sql_dspy.programs.db.database import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult, SQLiteDatabase
 from text2sql_dspy.programs.errors import DatabaseError
 
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
@@ -473,27 +475,24 @@ def _error_text(exc: Exception) -> str:
     return f"{type(orig).__name__}: {message}"
 
 
-def open_engine_database(address: DatabaseAddress, **options: Any) -> EngineDatabase:
-    """A :class:`PostgresDatabase`, :class:`MySQLDatabase` or :class:`DuckDBDatabase` for ``address``; a missing
-    driver names its package."""
-    try:
-        import sqlalchemy  # noqa: F401
-    except ImportError:
-        raise DatabaseError("SQLAlchemy is not installed: pip install 'sqlalchemy>=2'.") from None
-    if address.engine == "postgresql":
+_DRIVERS = {  # the module each engine needs, and what to install without it
+    "sqlalchemy": ("sqlalchemy", "SQLAlchemy is not installed: pip install 'sqlalchemy>=2'."),
+    "postgresql": ("psycopg", "the PostgreSQL driver is not installed: pip install 'psycopg[binary]'."),
+    "mysql": ("pymysql", "the MySQL/MariaDB driver is not installed: pip install PyMySQL."),
+    "duckdb": ("duckdb_engine", "the DuckDB driver is not installed: pip install duckdb duckdb-engine."),
+}
+
+
+def open_database(target: Path | str | DatabaseAddress, **options: float | int) -> SQLiteDatabase | EngineDatabase:
+    """Open the database at ``target`` (a path or URL) read-only, with the engine its address names (SQLite,
+    PostgreSQL, MySQL/MariaDB or DuckDB); a missing driver names its package."""
+    address = parse_address(target)
+    if address.engine == "sqlite":
+        return SQLiteDatabase(address.path, **options)
+    for module, missing in (_DRIVERS["sqlalchemy"], _DRIVERS[address.engine]):
         try:
-            import psycopg  # noqa: F401
+            import_module(module)
         except ImportError:
-            raise DatabaseError("the PostgreSQL driver is not installed: pip install 'psycopg[binary]'.") from None
-        return PostgresDatabase(address, **options)
-    if address.engine == "mysql":
-        try:
-            import pymysql  # noqa: F401
-        except ImportError:
-            raise DatabaseError("the MySQL/MariaDB driver is not installed: pip install PyMySQL.") from None
-        return MySQLDatabase(address, **options)
-    try:
-        import duckdb_engine  # noqa: F401
-    except ImportError:
-        raise DatabaseError("the DuckDB driver is not installed: pip install duckdb duckdb-engine.") from None
-    return DuckDBDatabase(address, **options)
+            raise DatabaseError(missing) from None
+    engine = {"postgresql": PostgresDatabase, "mysql": MySQLDatabase, "duckdb": DuckDBDatabase}[address.engine]
+    return engine(address, **options)

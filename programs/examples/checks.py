@@ -1,6 +1,6 @@
 """The checks a pair or a note passes before it is stored; a refusal is an :class:`ExampleError` naming the fix.
 
-A pair's question must be a question (:func:`~..question.check_question`). Its SQL must pass the
+A pair's question must be a question (:func:`~..answer.check_question`). Its SQL must pass the
 database's validator (it parses in the database's dialect, is one read-only statement, names only
 tables and columns of the catalog, and its dry run succeeds), parse there as a query, and then run
 read-only to the end (up to :data:`RUN_TIMEOUT_S`). A source without a database has nothing to run
@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from text2sql_dspy.programs.question import check_question
+from text2sql_dspy.programs.answer import check_question
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError, QuestionError
 

@@ -13,17 +13,23 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from typing import Protocol
 
 from text2sql_dspy.programs.catalog.catalog import Catalog
-from text2sql_dspy.programs.source import DataSource
 
 KEY_DIGITS = 16
 _TRAILING = " \t?.!;:"
 
 
-def database_key(source: DataSource) -> str:
+class KeyedSource(Protocol):  # a DataSource (source.py imports this module, so it is not named here)
+    """What :func:`database_key` reads: ``store_key``, :func:`catalog_key` of the source's ``db_id`` and catalog."""
+
+    store_key: str
+
+
+def database_key(source: KeyedSource) -> str:
     """The identity the store files ``source``'s examples under (see the module's contract)."""
-    return catalog_key(source.db_id, source.catalog)
+    return source.store_key
 
 
 def catalog_key(db_id: str, catalog: Catalog) -> str:

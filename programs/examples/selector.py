@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.programs.examples.identity import database_key, normalise_question
+from text2sql_dspy.programs.examples.identity import normalise_question
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from text2sql_dspy.programs.retrieval.embedder import encode_texts
 from text2sql_dspy.programs.retrieval.schema_view import estimated_tokens
@@ -87,7 +87,7 @@ class ExampleSelector:
     def _index(self, source: DataSource) -> _Index:
         examples = self.store.examples(source)
         signature = tuple((e.id, e.question, e.sql) for e in examples)
-        key = database_key(source)
+        key = source.store_key
         with self._lock:
             index = self._indexes.get(key)
             if index is None or index.signature != signature:

@@ -209,7 +209,7 @@ class ExampleStore:
     def _save(
         self, source: DataSource, kind: Kind, question: str, sql: str, origin: str, checked: str, dialect: str
     ) -> Saved:
-        key, question_key, now = database_key(source), normalise_question(question), _now()
+        key, question_key, now = source.store_key, normalise_question(question), _now()
         with self._write() as conn:
             row = conn.execute(
                 "SELECT * FROM examples WHERE db_key = ? AND kind = ? AND question_key = ?", [key, kind, question_key]
@@ -319,7 +319,7 @@ def _write_json(target: Path, rows: list[dict]) -> int:
 
 
 def _key(source_or_key: DataSource | str) -> str:
-    return source_or_key if isinstance(source_or_key, str) else database_key(source_or_key)
+    return source_or_key if isinstance(source_or_key, str) else source_or_key.store_key
 
 
 def _example(row: sqlite3.Row) -> StoredExample:

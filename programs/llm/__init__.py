@@ -1,4 +1,4 @@
-"""Language-model layer: embedded GGUF assembly, the llama.cpp DSPy engine, LM factory, prices.
+"""Language-model layer: embedded GGUF assembly, the llama.cpp DSPy engine, LM factory (prices: :mod:`..usage`).
 
 Import from the submodules (``programs.llm.factory.build_lm`` etc.); this
 package module re-exports the public names lazily so importing it is cheap.
@@ -18,8 +18,8 @@ _EXPORTS = {
     "EngineStats": "text2sql_dspy.programs.llm.shared_llama",
     "get_shared_llama": "text2sql_dspy.programs.llm.shared_llama",
     "ensure_local_model": "text2sql_dspy.programs.llm.model_files",
-    "cost_usd": "text2sql_dspy.programs.llm.pricing",
-    "price_known": "text2sql_dspy.programs.llm.pricing",
+    "cost_usd": "text2sql_dspy.programs.usage",
+    "price_known": "text2sql_dspy.programs.usage",
 }
 
 __all__ = sorted(_EXPORTS)

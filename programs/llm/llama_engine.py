@@ -32,34 +32,48 @@ Contract:
 * Requests the local model cannot serve (tools, images) raise
   ``dspy.lm15.UnsupportedFeatureError``; other llama.cpp failures raise
   ``dspy.lm15.ServerError`` after resetting the model state.
+* :func:`request_to_messages` renders a Request as OpenAI-style chat messages for the model's own chat
+  template. Text-only: thinking parts are dropped, data parts and tool calls become JSON text, tool results
+  and developer messages become user turns; other parts raise ``dspy.lm15.UnsupportedFeatureError``.
+  ``response_format`` maps to llama-cpp-python's JSON / JSON-schema constrained decoding, and llama.cpp's
+  finish reasons to DSPy's.
 
-The request and reply conversion is in :mod:`~text2sql_dspy.programs.llm.llama_messages`, the shared model
-instance in :mod:`~text2sql_dspy.programs.llm.shared_llama`; their public names are importable from here too.
+The shared model instance is in :mod:`~text2sql_dspy.programs.llm.shared_llama`; its public names are importable
+from here too.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from dspy.lm15 import Message, Request, Response, TextPart, UnsupportedFeatureError, Usage, response_to_events
-
-from text2sql_dspy.programs.llm.llama_messages import (
-    FINISH_REASONS,
-    PROVIDER,
-    llama_response_format,
-    prefill_of,
-    request_to_messages,
+from dspy.lm15 import (
+    DataPart,
+    Message,
+    RefusalPart,
+    Request,
+    Response,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnsupportedFeatureError,
+    Usage,
+    response_to_events,
 )
+
 from text2sql_dspy.programs.llm.shared_llama import (
     DEFAULT_N_CTX,
     DEFAULT_PREFIX_CACHE,
+    PROVIDER,
     EngineStats,
     SharedLlama,
     clear_shared_caches,
     get_shared_llama,
+    prefill_of,
     release_shared_llamas,
 )
 from text2sql_dspy.programs.llm.token_logprobs import LogprobRecorder
@@ -77,6 +91,7 @@ __all__ = [
     "clear_shared_caches",
     "release_shared_llamas",
     "request_to_messages",
+    "llama_response_format",
 ]
 
 logger = logging.getLogger(__name__)
@@ -86,6 +101,61 @@ DEFAULT_MAX_TOKENS = 1024
 
 # llama.cpp generation options a caller may pass through Config.extensions.
 _EXTENSION_OPTIONS = frozenset({"repeat_penalty", "min_p", "typical_p", "mirostat_mode", "mirostat_tau", "mirostat_eta"})
+
+# llama.cpp's finish reasons -> DSPy's
+FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "function_call": "tool_call"}
+
+
+def _text_of(parts: Sequence[Any]) -> str:
+    """Flatten message parts to the text a text-only chat template can carry."""
+    chunks: list[str] = []
+    for part in parts:
+        if isinstance(part, (TextPart, RefusalPart)):
+            chunks.append(part.text)
+        elif isinstance(part, ThinkingPart):
+            continue  # reasoning traces are not replayed
+        elif isinstance(part, DataPart):
+            chunks.append(json.dumps(part.value, ensure_ascii=False))
+        elif isinstance(part, ToolCallPart):
+            chunks.append(json.dumps({"tool_call": part.name, "arguments": part.input}, ensure_ascii=False))
+        elif isinstance(part, ToolResultPart):
+            chunks.append(_text_of(part.content))
+        else:
+            kind = getattr(part, "type", type(part).__name__)
+            raise UnsupportedFeatureError(
+                f"The local model is text-only; a {kind!r} part cannot be sent to it.",
+                provider=PROVIDER,
+            )
+    return "\n".join(chunks)
+
+
+def request_to_messages(request: Request) -> list[dict[str, str]]:
+    """Render a canonical Request as OpenAI-style chat messages for llama.cpp."""
+    messages: list[dict[str, str]] = []
+    if request.system is not None:
+        system = request.system if isinstance(request.system, str) else _text_of(request.system)
+        messages.append({"role": "system", "content": system})
+    for message in request.messages:
+        content = _text_of(message.parts)
+        if message.role == "developer":
+            if not messages:
+                messages.append({"role": "system", "content": content})
+            else:
+                messages.append({"role": "user", "content": f"[developer]\n{content}"})
+        elif message.role == "tool":
+            messages.append({"role": "user", "content": f"[tool result]\n{content}"})
+        else:
+            messages.append({"role": message.role, "content": content})
+    return messages
+
+
+def llama_response_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Canonical ``response_format`` -> llama-cpp-python's ``{"type": "json_object", "schema"?: ...}``."""
+    if not response_format:
+        return None
+    if response_format.get("type") == "json_schema" and isinstance(response_format.get("schema"), dict):
+        return {"type": "json_object", "schema": response_format["schema"]}
+    return {"type": "json_object"}
 
 
 class LlamaCppEngine:

@@ -4,7 +4,7 @@
   loaded lazily on first use; every engine for that pair shares it. Its lock serialises calls, so agent and
   judge LMs and DSPy's worker threads (``dspy.Evaluate(num_threads=...)``, ``dspy.Parallel``) are safe.
 * :meth:`SharedLlama.chat` runs one chat completion with the model's own chat template; a final assistant
-  message is a prefill that the model continues (:func:`~.llama_messages.prefill_of`). It reports how many
+  message is a prefill that the model continues (:func:`prefill_of`). It reports how many
   prompt tokens the KV cache served. A prompt over ``n_ctx`` raises ``dspy.lm15.ContextLengthError`` (it is
   never truncated), other rejected requests ``InvalidRequestError``, and any other llama.cpp failure
   ``ServerError`` after resetting the model state.
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from dspy.lm15 import ContextLengthError, InvalidRequestError, ServerError
 
-from text2sql_dspy.programs.llm.llama_messages import PROVIDER, prefill_of
 from text2sql_dspy.programs.llm.llama_settings import LlamaSettings, engine_settings, model_params_override
 from text2sql_dspy.programs.llm.prefix_cache import common_prefix
 
@@ -37,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 __all__ = [
+    "PROVIDER",
     "DEFAULT_N_CTX",
     "DEFAULT_PREFIX_CACHE",
     "EngineStats",
@@ -44,7 +44,10 @@ __all__ = [
     "get_shared_llama",
     "clear_shared_caches",
     "release_shared_llamas",
+    "prefill_of",
 ]
+
+PROVIDER = "local"  # the provider that dspy.lm15 errors name
 
 DEFAULT_N_CTX = 12288  # room for a whole ~8k-token schema (programs/retrieval/schema_view.py)
 # Whether the shared instance keeps a LlamaRAMCache of KV states (see
@@ -146,6 +149,12 @@ def _slim_state_llama(base: type) -> type:
             )
 
     return SlimStateLlama
+
+
+def prefill_of(messages: list[dict[str, str]]) -> str:
+    """The start of the reply that a final assistant message gives (a prefill: the model continues that turn, as
+    Anthropic's API does), or ""."""
+    return messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
 
 
 class SharedLlama:

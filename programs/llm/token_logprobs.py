@@ -130,6 +130,12 @@ def mean_token_probability(tokens: list[dict[str, Any]]) -> float | None:
     return float(np.exp(np.mean(values))) if values else None
 
 
+def lowest_token_probability(tokens: list[dict[str, Any]]) -> float | None:
+    """The probability of the least likely of ``tokens``, or None without tokens."""
+    values = [float(t["logprob"]) for t in tokens if t.get("logprob") is not None]
+    return float(np.exp(min(values))) if values else None
+
+
 def probability_of_true(tokens: list[dict[str, Any]]) -> float | None:
     """P(true) / (P(true) + P(false)) at the first token of a boolean field, from its top alternatives.
 

@@ -39,6 +39,17 @@ class Kind(StrEnum):
     EMPTY_RESULT = "empty result"
     MISSING_VALUE = "missing value"  # a literal the column does not hold
     SHOWS_KEY = "shows key"  # the answer shows a key where the question asks for no id
+    # warnings the lints give: a defect that needs no model to see
+    ALWAYS_TRUE_JOIN = "always true join"  # a join condition that compares a column with itself, or not the joined table
+    FAN_OUT = "fan-out"  # COUNT/SUM of the one side's rows over a one-to-many join, without DISTINCT
+    UNUSED_JOIN = "unused join"  # a one-to-many join whose table nothing reads: rows repeat and some drop out
+    NEGATION_OVER_JOIN = "negation over join"  # "not" asked, but a row filter over a one-to-many join
+    BOTH_VALUES = "both values"  # "both" asked, but one row must hold either value
+    UNASKED_LIMIT = "unasked limit"  # a LIMIT the question does not ask for
+    SUM_OF_KEY = "sum of key"  # SUM over an id column
+    VALUE_NOT_ROW = "value not row"  # "which ... most" asked, but the answer is the extreme value, not its row
+    OPAQUE_ID = "opaque id"  # a literal compared with a column of opaque ids, which the question does not quote
+    DROPPED_FILTER = "dropped filter"  # a follow-up drops a filter of the query it continues
 
     @property
     def is_error(self) -> bool:
@@ -49,7 +60,9 @@ class Kind(StrEnum):
 _WARNINGS = frozenset(
     {
         Kind.UNCHECKED, Kind.QUOTED_NAME, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER, Kind.CARTESIAN_JOIN,
-        Kind.SLOW, Kind.EMPTY_RESULT, Kind.MISSING_VALUE, Kind.SHOWS_KEY,
+        Kind.SLOW, Kind.EMPTY_RESULT, Kind.MISSING_VALUE, Kind.SHOWS_KEY, Kind.ALWAYS_TRUE_JOIN, Kind.FAN_OUT,
+        Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY,
+        Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
     }
 )  # fmt: skip
 

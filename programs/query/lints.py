@@ -13,13 +13,14 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 
-from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.catalog.values import ValueIndex
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.names import written
 
-__all__ = ["Query", "SHOWS_KEY", "asks_for_keys", "cartesian_join", "key_findings", "keys_shown", "limit_without_order", "select_star"]
+__all__ = ["Query", "SHOWS_KEY", "Source", "asks_for_keys", "cartesian_join", "conjuncts", "is_key", "key_findings",
+           "keys_shown", "limit_without_order", "resolve", "select_star", "sources"]
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,60 @@ class Query:
     dialect: str = "sqlite"
     values: Callable[[], ValueIndex | None] | None = None  # the database's value index, when it has one
     question: str = ""  # what the query should answer; "" when unknown
+    previous: str = ""  # the query of the conversation's turn it follows up on; "" when none
 
     @cached_property
     def scopes(self) -> list[Scope]:
         """sqlglot's scopes of ``tree`` (``traverse_scope``), built once; raises as ``traverse_scope`` does."""
         return traverse_scope(self.tree)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A stored table read by one SELECT, under its alias (lower-cased)."""
+
+    alias: str
+    table: Table
+    node: exp.Table
+
+
+def sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
+    """The stored tables ``select`` reads directly (FROM and JOINs), by lower-cased alias."""
+    found = {}
+    for node in [select.args.get("from_"), *(select.args.get("joins") or [])]:
+        target = node.this if node is not None else None
+        if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier):
+            table = catalog.table(target.name)
+            if table is not None:
+                found[(target.alias_or_name or target.name).lower()] = Source((target.alias_or_name or "").lower(),
+                                                                             table, target)
+    return found
+
+
+def resolve(column: exp.Column, found: dict[str, Source]) -> tuple[Source, Column] | None:
+    """The source and catalog column ``column`` reads: by its qualifier, else the one source that has it."""
+    if column.table:
+        source = found.get(column.table.lower())
+        own = source.table.column(column.name) if source is not None else None
+        return (source, own) if own is not None else None
+    owners = [(s, c) for s in found.values() if (c := s.table.column(column.name)) is not None]
+    return owners[0] if len(owners) == 1 else None
+
+
+def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
+    """``condition`` split at its top-level ANDs."""
+    if condition is None:
+        return []
+    if isinstance(condition, exp.Where | exp.Having | exp.Paren):
+        return conjuncts(condition.this)
+    if isinstance(condition, exp.And):
+        return conjuncts(condition.left) + conjuncts(condition.right)
+    return [condition]
+
+
+def is_key(column: Column, table: Table) -> bool:
+    """Whether ``column`` alone identifies a row of ``table``: its one-column primary key, or a unique column."""
+    return column.unique or (column.primary_key and len(table.primary_key) == 1)
 
 
 def select_star(query: Query) -> list[Finding]:
@@ -96,7 +146,9 @@ def _cartesian(select: exp.Select, sql: str) -> Finding | None:
     )
     unlinked = []
     for join in joins:
-        if join.args.get("on") is not None or join.args.get("using") or (join.method or "").upper() == "NATURAL":
+        on = join.args.get("on")
+        if (on is not None and not isinstance(on, exp.Boolean)) or join.args.get("using") or (
+                join.method or "").upper() == "NATURAL":
             continue
         target = join.this
         if isinstance(target, exp.Subquery) and _single_row(target.unnest()):

@@ -49,6 +49,7 @@ from text2sql_dspy.programs.db.policy import (
 from text2sql_dspy.programs.query import literals
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct, messages, one_line, suggestions
+from text2sql_dspy.programs.query.join_lints import always_true_join, fan_out, negation_over_join, unused_join
 from text2sql_dspy.programs.query.lints import (
     Query,
     asks_for_keys,
@@ -58,6 +59,14 @@ from text2sql_dspy.programs.query.lints import (
     select_star,
 )
 from text2sql_dspy.programs.query.names import normalize_names
+from text2sql_dspy.programs.query.question_lints import (
+    both_values,
+    dropped_filter,
+    opaque_id,
+    sum_of_key,
+    unasked_limit,
+    value_not_row,
+)
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.query.resolution import catalog_tables, check_names
 
@@ -126,9 +135,13 @@ def _advice(lint: Rule) -> Rule:
     return contained
 
 
+LINTS: tuple[Rule, ...] = (  # advice: a defect that needs no model to see (lints, join_lints, question_lints)
+    select_star, limit_without_order, cartesian_join, always_true_join, fan_out, unused_join, negation_over_join,
+    both_values, unasked_limit, sum_of_key, value_not_row, opaque_id, dropped_filter,
+)
 RULES: tuple[Rule, ...] = (
     names,
-    *map(_advice, (select_star, limit_without_order, cartesian_join)),
+    *map(_advice, LINTS),
     missing_values,
     shows_key,
 )
@@ -228,16 +241,17 @@ class SQLValidator:
         self._refused_functions = DANGEROUS_FUNCTIONS | getattr(database, "refused_functions", frozenset())
         self._schema = CatalogSchema(catalog, dialect)
 
-    def validate(self, sql: str, question: str = "") -> ValidationResult:
-        """Validate ``sql``, the answer to ``question`` when one is given; never raises."""
+    def validate(self, sql: str, question: str = "", previous: str = "") -> ValidationResult:
+        """Validate ``sql``, the answer to ``question`` when one is given (in a conversation, following up on the
+        query ``previous``); never raises."""
         try:
-            return self._validate(sql, question)
+            return self._validate(sql, question, previous)
         except Exception as exc:  # last resort: a validator must answer, not crash the agent
             text = sql if isinstance(sql, str) else ""
             message = f"could not analyse the query ({type(exc).__name__})"
             return _invalid(text[:MAX_QUERY_CHARS], Kind.NOT_ANALYSED, message)
 
-    def _validate(self, raw: object, question: str) -> ValidationResult:
+    def _validate(self, raw: object, question: str, previous: str = "") -> ValidationResult:
         if isinstance(raw, bytes | bytearray):
             try:
                 raw = bytes(raw).decode("utf-8")
@@ -300,7 +314,7 @@ class SQLValidator:
             return _invalid(sql, Kind.NOT_A_QUERY, violation)
 
         normalize_names(tree)
-        query = Query(tree, sql, self.catalog, self._schema, self.dialect, self.values, question)
+        query = Query(tree, sql, self.catalog, self._schema, self.dialect, self.values, question, previous)
         found = apply(query, _BEFORE_DRY_RUN)
         tables = _tables(query)
         ran = self._dry_run(sql) if self.database is not None and not any(f.is_error for f in found) else []

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from text2sql_dspy.programs.conversation import joined_question
-from text2sql_dspy.programs.question import MAX_QUESTION_CHARS
+from text2sql_dspy.programs.answer import MAX_QUESTION_CHARS
 from text2sql_dspy.programs.web.answer import Reply
 from text2sql_dspy.programs.web.jobs import ended
 from text2sql_dspy.programs.web.service import Service

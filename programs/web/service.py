@@ -32,7 +32,7 @@ from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.progress import listen
-from text2sql_dspy.programs.question import check_question
+from text2sql_dspy.programs.answer import check_question
 from text2sql_dspy.programs.web.answer import AnswerView, build_answer
 from text2sql_dspy.programs.web.jobs import AnswerQueue, Job
 

@@ -1,0 +1,179 @@
+"""Lints of a query's joins, one rule each (the validator's ``RULES``): a defect that needs no model to see.
+
+- :func:`always_true_join`: ``JOIN t AS T2 ON T1.x = T1.x`` compares a column with itself (or the condition reads
+  nothing of the joined table): every row pairs with every row.
+- :func:`fan_out`: ``COUNT(T1.id)`` or ``SUM(T1.x)`` of the one side of a one-to-many join, without DISTINCT: each
+  T1 row is counted once per matching row of the other table.
+- :func:`unused_join`: a table joined on its many side whose columns nothing else reads, with no DISTINCT or
+  grouping: each row repeats once per match, and rows without one drop out.
+- :func:`negation_over_join`: the question says "not", and the query filters rows of the many side with ``<>``:
+  that keeps a parent with any other child, including one that also has the excluded one.
+
+A join is one-to-many from A to B where its condition equates a key of A (its primary key, or a unique column)
+with a column of B that is not B's own key. Each rule works on one SELECT at a time and reads only stored tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from sqlglot import exp
+from sqlglot.optimizer.scope import walk_in_scope
+
+from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
+from text2sql_dspy.programs.query.lints import Query, Source, conjuncts, is_key, resolve, sources
+from text2sql_dspy.programs.query.names import written
+
+__all__ = ["always_true_join", "fan_out", "negation_over_join", "unused_join"]
+
+NEGATION = re.compile(r"\b(not|no|never|without|none|n't|neither|nor|except)\b|n't\b", re.IGNORECASE)
+
+
+def one_to_many(select: exp.Select, found: dict[str, Source]) -> Iterator[tuple[Source, Source, exp.EQ]]:
+    """``(one, many, condition)`` for each join condition of ``select`` that equates a key of ``one`` with a column
+    of ``many`` that is not ``many``'s own key."""
+    for join in select.args.get("joins") or []:
+        for condition in conjuncts(join.args.get("on")):
+            if not (isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column)
+                    and isinstance(condition.expression, exp.Column)):
+                continue
+            left, right = resolve(condition.this, found), resolve(condition.expression, found)
+            if left is None or right is None or left[0].alias == right[0].alias:
+                continue
+            for (one, one_column), (many, many_column) in ((left, right), (right, left)):
+                if is_key(one_column, one.table) and not is_key(many_column, many.table):
+                    yield one, many, condition
+
+
+def _selects(query: Query) -> Iterator[exp.Select]:
+    yield from query.tree.find_all(exp.Select)
+
+
+def always_true_join(query: Query) -> list[Finding]:
+    """A join condition that compares a column with itself, or that reads no column of the table it joins."""
+    found = []
+    for select in _selects(query):
+        for join in select.args.get("joins") or []:
+            target, on = join.this, join.args.get("on")
+            if not isinstance(target, exp.Table) or on is None or isinstance(on, exp.Boolean):
+                continue
+            alias = (target.alias_or_name or "").lower()
+            columns = [c for c in on.find_all(exp.Column)]
+            same = [c for c in conjuncts(on) if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column)
+                    and c.this == c.expression]
+            if same:
+                shown = written(same[0].this.this, query.sql)
+                message = (f"the join of {written(target.args.get('alias') or target.this, query.sql)} compares "
+                           f"{shown} with itself, which is always true: every row pairs with every row; join on the "
+                           "columns that link the two tables")
+            elif columns and not any(c.table.lower() == alias for c in columns if c.table) and all(c.table for c in columns):
+                message = (f"the join condition of {written(target.args.get('alias') or target.this, query.sql)} reads "
+                           "none of its columns: every row pairs with every row; join on the columns that link them")
+            else:
+                continue
+            found.append(Finding(kind=Kind.ALWAYS_TRUE_JOIN, message=message, where=on.sql()))
+    return distinct(found)
+
+
+def fan_out(query: Query) -> list[Finding]:
+    """COUNT or SUM (without DISTINCT) of a column of the one side of a one-to-many join, where the query does not
+    group by that side's key: each of its rows is counted once per match on the many side."""
+    found = []
+    for select in _selects(query):
+        tables = sources(select, query.catalog)
+        edges = list(one_to_many(select, tables))
+        if not edges or select.args.get("group"):  # a count per group: what it counts is the question's
+            continue
+        grouped = {(s.alias, c.name.lower()) for g in (select.args.get("group") or exp.Group()).expressions
+                   if isinstance(g, exp.Column) and (r := resolve(g, tables)) for s, c in [r]}
+        for aggregate in select.find_all(exp.Count, exp.Sum):
+            if aggregate.parent_select is not select or isinstance(aggregate.this, exp.Distinct | exp.Star):
+                continue
+            if not isinstance(aggregate.this, exp.Column) or (resolved := resolve(aggregate.this, tables)) is None:
+                continue
+            source, _ = resolved
+            for one, many, _ in edges:
+                keys = {(one.alias, c.name.lower()) for c in one.table.columns if is_key(c, one.table)}
+                if one.alias == source.alias and not keys & grouped:
+                    name = aggregate.sql(dialect=query.dialect)
+                    message = (f"{name} counts each {one.table.name} row once per matching {many.table.name} row "
+                               f"(a one-to-many join): to count {one.table.name} rows, use DISTINCT")
+                    found.append(Finding(kind=Kind.FAN_OUT, message=message, where=name))
+                    break
+    return distinct(found)
+
+
+def unused_join(query: Query) -> list[Finding]:
+    """A table joined on its many side that nothing outside its own join condition reads, in a SELECT without
+    DISTINCT, GROUP BY or an aggregate: each row of the other side repeats once per match."""
+    found = []
+    for select in _selects(query):
+        if select.args.get("distinct") or select.args.get("group") or any(
+                a.parent_select is select for a in select.find_all(exp.AggFunc)):
+            continue
+        tables = sources(select, query.catalog)
+        for one, many, condition in one_to_many(select, tables):
+            join = condition.find_ancestor(exp.Join)
+            if join is None or join.this is not many.node:
+                continue
+            if not _read_elsewhere(select, many, tables, join):
+                message = (f"joins {many.table.name} but reads none of its columns: each {one.table.name} row repeats "
+                           f"once per matching {many.table.name} row, and rows without one drop out; leave the join "
+                           "out, or use DISTINCT or EXISTS if the question asks which have one")
+                found.append(Finding(kind=Kind.UNUSED_JOIN, message=message, where=many.table.name))
+    return distinct(found)
+
+
+def _read_elsewhere(select: exp.Select, source: Source, tables: dict[str, Source], own: exp.Join) -> bool:
+    """Whether any column of ``source`` is read in ``select`` outside the ON condition of its own join ``own``."""
+    if any(isinstance(e, exp.Star) for e in select.expressions):
+        return True  # SELECT *
+    for column in walk_in_scope(select):
+        if not isinstance(column, exp.Column) or column.find_ancestor(exp.Join) is own:
+            continue
+        if isinstance(column.this, exp.Star):
+            if column.table.lower() == source.alias:
+                return True  # source.*
+            continue
+        resolved = resolve(column, tables)
+        if resolved is not None and resolved[0].alias == source.alias:
+            return True
+    return False
+
+
+def negation_over_join(query: Query) -> list[Finding]:
+    """The question says "not", and a row filter ``<>``/``NOT LIKE``/``NOT IN (values)`` reads a joined table none of
+    whose columns the answer shows, over a one-to-many join: a row with any other match is kept, one that also has
+    the excluded value too."""
+    if not query.question or not NEGATION.search(query.question):
+        return []
+    found = []
+    for select in _selects(query):
+        tables = sources(select, query.catalog)
+        edges = list(one_to_many(select, tables))
+        if not edges:
+            continue
+        shown = {r[0].alias for e in select.expressions for c in e.find_all(exp.Column) if (r := resolve(c, tables))}
+        for condition in conjuncts(select.args.get("where")):
+            negated = _negated_column(condition)
+            if negated is None or (resolved := resolve(negated, tables)) is None or resolved[0].alias in shown:
+                continue
+            kept = next((tables[a].table.name for a in shown if a in tables), "answer's")
+            message = (f"{condition.sql(dialect=query.dialect)} keeps each {kept} row with any other "
+                       f"{resolved[0].table.name} row, including those that also have the excluded one: use NOT IN "
+                       "(SELECT ...), NOT EXISTS or EXCEPT")
+            found.append(Finding(kind=Kind.NEGATION_OVER_JOIN, message=message, where=condition.sql()))
+    return distinct(found)
+
+
+def _negated_column(condition: exp.Expr) -> exp.Column | None:
+    if isinstance(condition, exp.NEQ):
+        pairs = [(condition.this, condition.expression), (condition.expression, condition.this)]
+        return next((c for c, v in pairs if isinstance(c, exp.Column) and isinstance(v, exp.Literal)), None)
+    if isinstance(condition, exp.Not):
+        inner = condition.this
+        if isinstance(inner, exp.Like | exp.ILike) and isinstance(inner.this, exp.Column):
+            return inner.this
+        if isinstance(inner, exp.In) and isinstance(inner.this, exp.Column) and not inner.args.get("query"):
+            return inner.this
+    return None

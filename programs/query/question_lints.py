@@ -1,0 +1,203 @@
+"""Lints that read the query beside its question (and, in a conversation, the query it follows up on), one rule
+each (the validator's ``RULES``). Each says nothing without a question.
+
+- :func:`both_values`: "both X and Y" asked, but one row must hold X or Y (``IN ('X', 'Y')``, ``= 'X' OR = 'Y'``).
+- :func:`unasked_limit`: a LIMIT where the question asks for no top, first, single or counted rows.
+- :func:`sum_of_key`: ``SUM`` over an id column, where the question asks how many.
+- :func:`value_not_row`: "which ... the most" asked, but the answer is ``MAX(...)``/``MIN(...)`` alone.
+- :func:`opaque_id`: a literal compared with a column of opaque ids (:attr:`~..catalog.catalog.Column.opaque`)
+  that the question does not quote: copied from a sample, not asked for.
+- :func:`dropped_filter`: a follow-up whose query drops a filter of the query it continues, where the question
+  does not say to widen it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
+from text2sql_dspy.programs.query.lints import Query, conjuncts, resolve, sources
+
+__all__ = ["both_values", "dropped_filter", "opaque_id", "sum_of_key", "unasked_limit", "value_not_row"]
+
+BOTH = re.compile(r"\bboth\b|\bas well as\b|\band also\b", re.IGNORECASE)
+SUPERLATIVE = re.compile(
+    r"\b(most|least|fewest|highest|lowest|largest|smallest|biggest|greatest|oldest|youngest|newest|latest|earliest|"
+    r"longest|shortest|maximum|minimum|max|min|best|worst|top|first|last|\w{3,}est)\b", re.IGNORECASE)
+LIMIT_CUES = re.compile(r"\b(one|single|a few|some|sample|example|\d+|two|three|four|five|ten)\b", re.IGNORECASE)
+NAME_PARTS = re.compile(r"\b(first|last|given|family) names?\b", re.IGNORECASE)  # not a cue for one row
+WHICH = re.compile(r"^\W*(which|who|whose)\b|\bthe names? of the\b", re.IGNORECASE)
+HOW_MANY = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
+WIDEN = re.compile(r"\b(all|any|every|each|instead|regardless|whatever|overall|in total|altogether|other|else|"
+                   r"rather|only)\b", re.IGNORECASE)
+
+
+def both_values(query: Query) -> list[Finding]:
+    """"both" asked, and a WHERE compares one column with two values in one row (``IN``/``OR``), with no INTERSECT
+    and no HAVING to tell groups that hold both."""
+    if not query.question or not BOTH.search(query.question) or query.tree.find(exp.Intersect, exp.Having):
+        return []
+    found = []
+    for select in query.tree.find_all(exp.Select):
+        for condition in conjuncts(select.args.get("where")):
+            column = _either(condition)
+            if column is not None:
+                message = (f"{condition.sql(dialect=query.dialect)} keeps rows holding either value, but the question "
+                           "asks for both: one row cannot hold both; use INTERSECT, or GROUP BY with HAVING "
+                           f"COUNT(DISTINCT {column.sql(dialect=query.dialect)}) = 2")
+                found.append(Finding(kind=Kind.BOTH_VALUES, message=message, where=condition.sql()))
+    return distinct(found)
+
+
+def _either(condition: exp.Expr) -> exp.Column | None:
+    """The column ``condition`` tests against two or more literals at once, if it does."""
+    condition = condition.this if isinstance(condition, exp.Paren) else condition
+    if isinstance(condition, exp.In) and isinstance(condition.this, exp.Column) and not condition.args.get("query"):
+        return condition.this if len(condition.expressions) >= 2 else None
+    if isinstance(condition, exp.Or):
+        tests = [c.this if isinstance(c, exp.Paren) else c for c in condition.flatten()]
+        columns = {t.this.sql() for t in tests if isinstance(t, exp.EQ) and isinstance(t.this, exp.Column)
+                   and isinstance(t.expression, exp.Literal)}
+        if len(columns) == 1 and len(tests) >= 2 and all(isinstance(t, exp.EQ) for t in tests):
+            return tests[0].this
+    return None
+
+
+def unasked_limit(query: Query) -> list[Finding]:
+    """The answer's LIMIT, where the question asks for no top, first, single or counted rows: it drops the rest."""
+    outer = query.tree.unnest() if isinstance(query.tree, exp.Subquery) else query.tree
+    limit = outer.args.get("limit")
+    question = query.question
+    if limit is None or not question:
+        return []
+    asked = NAME_PARTS.sub(" ", question)
+    if SUPERLATIVE.search(asked) or LIMIT_CUES.search(asked):
+        return []
+    message = (f"{limit.sql(dialect=query.dialect).strip()} keeps only some of the rows, but the question asks for "
+               "all of them: leave the LIMIT out")
+    return [Finding(kind=Kind.UNASKED_LIMIT, message=message, where=limit.sql())]
+
+
+def sum_of_key(query: Query) -> list[Finding]:
+    """``SUM`` of an id column (a key, or a column named like one) where the question asks how many."""
+    if not query.question or not HOW_MANY.search(query.question):
+        return []
+    found = []
+    for select in query.tree.find_all(exp.Select):
+        tables = sources(select, query.catalog)
+        for total in select.find_all(exp.Sum):
+            column = total.this
+            if total.parent_select is not select or not isinstance(column, exp.Column):
+                continue
+            resolved = resolve(column, tables)
+            if resolved is None:
+                continue
+            source, own = resolved
+            if own.primary_key or own.unique or own.references or own.name.lower().endswith("id"):
+                name = total.sql(dialect=query.dialect)
+                message = f"{name} adds up ids, but the question asks how many: count the rows with COUNT(*)"
+                found.append(Finding(kind=Kind.SUM_OF_KEY, message=message, where=name))
+    return distinct(found)
+
+
+def value_not_row(query: Query) -> list[Finding]:
+    """"Which ... the most" asked, but the answer's SELECT is MAX/MIN aggregates alone: the extreme value, not the
+    row that holds it."""
+    question = query.question
+    outer = query.tree.unnest() if isinstance(query.tree, exp.Subquery) else query.tree
+    if not question or not isinstance(outer, exp.Select) or not WHICH.search(question) or HOW_MANY.search(question):
+        return []
+    if not SUPERLATIVE.search(question) or outer.args.get("group"):
+        return []
+    shown = [e.this if isinstance(e, exp.Alias) else e for e in outer.expressions]
+    if shown and all(isinstance(e, exp.Max | exp.Min) for e in shown):
+        names = ", ".join(e.sql(dialect=query.dialect) for e in shown)
+        message = (f"the answer is {names}, the extreme value itself, but the question asks which row holds it: "
+                   "select that row's columns and ORDER BY the value with LIMIT 1")
+        return [Finding(kind=Kind.VALUE_NOT_ROW, message=message, where=names)]
+    return []
+
+
+def opaque_id(query: Query) -> list[Finding]:
+    """A text literal compared with a column of opaque ids, where the question does not quote it."""
+    if not query.question:
+        return []
+    asked = query.question.lower()
+    found = []
+    for select in query.tree.find_all(exp.Select):
+        tables = sources(select, query.catalog)
+        for column, literal in _compared(select):
+            resolved = resolve(column, tables)
+            if resolved is None or not resolved[1].opaque or literal.lower() in asked:
+                continue
+            source, own = resolved
+            message = (f"'{literal}' is an id of {source.table.name}.{own.name} the question does not give: filter on "
+                       "the columns that name what the question names, joined along the key")
+            found.append(Finding(kind=Kind.OPAQUE_ID, message=message, where=f"'{literal}'"))
+    return distinct(found)
+
+
+def _compared(select: exp.Select) -> list[tuple[exp.Column, str]]:
+    """(column, text literal) for each equality or IN test of ``select``'s WHERE and ON conditions."""
+    pairs = []
+    clauses = [select.args.get("where"), *(j.args.get("on") for j in select.args.get("joins") or [])]
+    for clause in clauses:
+        for node in (clause.find_all(exp.EQ, exp.In) if clause is not None else []):
+            if node.parent_select is not select:
+                continue
+            if isinstance(node, exp.EQ):
+                for column, value in ((node.this, node.expression), (node.expression, node.this)):
+                    if isinstance(column, exp.Column) and isinstance(value, exp.Literal) and value.is_string:
+                        pairs.append((column, value.this))
+            elif isinstance(node.this, exp.Column) and not node.args.get("query"):
+                pairs += [(node.this, v.this) for v in node.expressions if isinstance(v, exp.Literal) and v.is_string]
+    return pairs
+
+
+def dropped_filter(query: Query) -> list[Finding]:
+    """In a follow-up, each filter of the query it continues (a column compared with a value) that this query,
+    reading the same table, no longer has, where the question does not widen it ("all", "instead", ...)."""
+    if not query.previous or not query.question or WIDEN.search(query.question):
+        return []
+    try:
+        before = sqlglot.parse_one(query.previous, read=query.dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        return []
+    kept = {_filter_key(c) for s in query.tree.find_all(exp.Select)
+            for clause in (s.args.get("where"), s.args.get("having")) for c in _filters(clause)}
+    read = {t.name.lower() for t in query.tree.find_all(exp.Table)}
+    found = []
+    for select in before.find_all(exp.Select):
+        tables = sources(select, query.catalog)
+        for condition in _filters(select.args.get("where")):
+            column = next(condition.find_all(exp.Column), None)
+            resolved = resolve(column, tables) if column is not None else None
+            if resolved is None or resolved[0].table.name.lower() not in read or _filter_key(condition) in kept:
+                continue
+            shown = condition.sql(dialect=query.dialect)
+            message = (f"drops the filter {shown} of the query it follows up on, which the question does not ask to "
+                       "drop: keep it")
+            found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
+    return distinct(found)
+
+
+def _filters(clause: exp.Expr | None) -> list[exp.Expr]:
+    """The conjuncts of ``clause`` that compare a column with a literal value."""
+    found = []
+    for condition in conjuncts(clause):
+        inner = condition.this if isinstance(condition, exp.Not) else condition
+        if isinstance(inner, exp.Predicate) and inner.find(exp.Column) and inner.find(exp.Literal) and not inner.find(
+                exp.Select):
+            found.append(condition)
+    return found
+
+
+def _filter_key(condition: exp.Expr) -> tuple[str, str, tuple[str, ...]]:
+    """What a filter tests, however written: its operator, its column's name, its values."""
+    column = next(condition.find_all(exp.Column), None)
+    values = tuple(sorted(str(v.this).lower() for v in condition.find_all(exp.Literal)))
+    return type(condition).__name__, column.name.lower() if column is not None else "", values
