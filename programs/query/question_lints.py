@@ -32,6 +32,8 @@ LIMIT_CUES = re.compile(r"\b(one|single|a few|some|sample|example|\d+|two|three|
 NAME_PARTS = re.compile(r"\b(first|last|given|family) names?\b", re.IGNORECASE)  # not a cue for one row
 WHICH = re.compile(r"^\W*(which|who|whose)\b|\bthe names? of the\b", re.IGNORECASE)
 HOW_MANY = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
+REFERS_BACK = re.compile(r"\b(them|those|these|they|their|theirs|its|it|that|this|such|ones|among|of them|"
+                         r"above|same)\b", re.IGNORECASE)
 WIDEN = re.compile(r"\b(all|any|every|each|instead|regardless|whatever|overall|in total|altogether|other|else|"
                    r"rather|only)\b", re.IGNORECASE)
 
@@ -159,16 +161,19 @@ def _compared(select: exp.Select) -> list[tuple[exp.Column, str]]:
 
 
 def dropped_filter(query: Query) -> list[Finding]:
-    """In a follow-up, each filter of the query it continues (a column compared with a value) that this query,
-    reading the same table, no longer has, where the question does not widen it ("all", "instead", ...)."""
-    if not query.previous or not query.question or WIDEN.search(query.question):
+    """In a follow-up that refers back ("them", "those", "its", ...), each filter of the query it continues (a column
+    compared with a value) that this query, reading the same table, neither keeps nor replaces with another filter
+    on that column, where the question does not widen it ("all", "instead", ...)."""
+    question = query.question
+    if not query.previous or not question or WIDEN.search(question) or not REFERS_BACK.search(question):
         return []
     try:
         before = sqlglot.parse_one(query.previous, read=query.dialect)
     except (SqlglotError, RecursionError, ValueError):
         return []
-    kept = {_filter_key(c) for s in query.tree.find_all(exp.Select)
-            for clause in (s.args.get("where"), s.args.get("having")) for c in _filters(clause)}
+    now = [c for s in query.tree.find_all(exp.Select) for clause in (s.args.get("where"), s.args.get("having"))
+           for c in _filters(clause)]
+    kept = {_filter_key(c)[1] for c in now}  # the columns this query filters: a new value for one is a new question
     read = {t.name.lower() for t in query.tree.find_all(exp.Table)}
     found = []
     for select in before.find_all(exp.Select):
@@ -176,7 +181,7 @@ def dropped_filter(query: Query) -> list[Finding]:
         for condition in _filters(select.args.get("where")):
             column = next(condition.find_all(exp.Column), None)
             resolved = resolve(column, tables) if column is not None else None
-            if resolved is None or resolved[0].table.name.lower() not in read or _filter_key(condition) in kept:
+            if resolved is None or resolved[0].table.name.lower() not in read or _filter_key(condition)[1] in kept:
                 continue
             shown = condition.sql(dialect=query.dialect)
             message = (f"drops the filter {shown} of the query it follows up on, which the question does not ask to "
