@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from text2sql_dspy.programs.agents.drafting import Draft
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.query.results import ExecutionFacts
-from text2sql_dspy.programs.query.findings import Kind
+from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.query.results import same_result
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
@@ -24,6 +24,7 @@ SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
 UNSURE_MARGIN = 0.1  # two judged results whose choice scores are this close: the user is shown both
 SYMPTOMS = frozenset({Kind.MISSING_VALUE, Kind.SHOWS_KEY})  # findings that the result cannot be what was asked
+
 FAILED_VALIDATION_CAP = 0.3
 # (lowest judge score, confidence band): the V2 card's confidence table for a structurally valid query
 CONFIDENCE_BANDS = [(0.9, (0.9, 1.0)), (0.7, (0.7, 0.9)), (0.5, (0.5, 0.7)), (0.0, (0.3, 0.5))]
@@ -40,6 +41,7 @@ class Candidate:
     validation: ValidationResult | None = None
     votes: int = 1
     verdict: LLMJudgeOutput | None = None
+    p: float | None = None  # the verifier's probability that it is right, once asked
 
     @property
     def sql(self) -> str:
@@ -86,7 +88,7 @@ def group_by_result(run: Run, candidates: list[Candidate]) -> list[Candidate]:
         if match is not None:
             match.votes += candidate.votes
         else:
-            groups.append(Candidate(candidate.draft, candidate.validation, candidate.votes))
+            groups.append(Candidate(candidate.draft, candidate.validation, candidate.votes, p=candidate.p))
     return sorted(groups, key=lambda g: -g.votes)
 
 
@@ -120,6 +122,7 @@ def repair_hints(candidate: Candidate, facts: ExecutionFacts | None = None) -> s
     missing = candidate.found(Kind.MISSING_VALUE)
     lines += [f"- {m}: use a stored value" for m in missing[:4]]
     lines += [f"- {m}" for m in candidate.symptoms if m not in missing][:2]
+    lines += [f"- {m}" for m in candidate.found(*LINTS)][:3]
     if facts is not None and candidate.valid:
         lines.append("It returned:\n" + facts.render())
     if candidate.verdict is not None:

@@ -24,15 +24,17 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram, built_lm
 from text2sql_dspy.programs.agents.candidates import (
-    Candidate, choice_score, close_readings, combined_confidence, group_by_result, judged_score, majority_settled,
-    repair_hints,
+    SYMPTOMS, UNSURE_MARGIN, Candidate, choice_score, close_readings, combined_confidence, group_by_result,
+    judged_score, majority_settled, repair_hints,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
+from text2sql_dspy.programs.agents.verifier import load_verifier
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
 from text2sql_dspy.programs.query.describe import describe_query
+from text2sql_dspy.programs.query.findings import LINTS
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL, JudgeSQL
@@ -42,6 +44,7 @@ __all__ = ["ReActAgent", "ReActAgentV2"]
 SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
 UNSURE_REASON = "two readings give different results and the checks support both about as much"
+REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are worth one redraft
 
 
 class ReActAgent(Text2SQLProgram):
@@ -66,9 +69,12 @@ class ReActAgent(Text2SQLProgram):
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
         max_repair_steps: int | None = None,
+        verify: bool = True,
         **kwargs: Any,
     ):
+        """``verify``: decide by the shipped verifier (:mod:`.verifier`); without it, by the judge and the votes."""
         super().__init__(db_path, **kwargs)
+        self.verifier = load_verifier() if verify else None
         self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, max_judge_calls if judge else 0)
         self.candidates = max(1, candidates if candidates is not None else (3 if judge else 1))
         self.sample_below = sample_below
@@ -117,6 +123,10 @@ class ReActAgent(Text2SQLProgram):
                 valid.append(redraft)
         groups = group_by_result(record.run, valid)
         total = sum(c.votes for c in valid)  # drafts behind the valid queries: a vote share's denominator
+        if self.verifier is not None:
+            best, alternatives = self._verified_choice(record, view, groups, drafts, pool)
+            return self._submitted(record, best, drafts, alternatives, agreement=best.votes / total if
+                                   self.judge is not None else None)
         if record.judge is None:
             return self._submitted(record, groups[0], drafts)
         best, alternatives = self._judged_choice(record, view, groups, total, pool)
@@ -145,7 +155,7 @@ class ReActAgent(Text2SQLProgram):
         pool: dict[str, Candidate] = {}
         drafts = 0
         for seed in range(self.candidates):
-            if seed and not (pool and next(iter(pool.values())).draft.confidence < self.sample_below):
+            if seed and not (pool and self._unsure(record, next(iter(pool.values())))):
                 break
             if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
                 break  # adaptive consistency: no further sample could change the majority result
@@ -160,6 +170,60 @@ class ReActAgent(Text2SQLProgram):
             else:
                 pool[draft.sql] = Candidate(draft, record.check(draft.sql))
         return pool, drafts
+
+    def _unsure(self, record: Record, first: Candidate) -> bool:
+        """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft
+        checked and run; sure at its ``early_sure``), else by the draft's own token confidence."""
+        if self.verifier is None:
+            return first.draft.confidence < self.sample_below
+        if not first.valid:
+            return True
+        record.run(first.sql)
+        first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True)
+        record.step("verify", first.sql, f"P(right) {first.p:.2f} from the first draft alone")
+        return first.p < self.verifier.early_sure
+
+    def _verified_choice(self, record: Record, view: SchemaView, groups: list[Candidate], drafts: int,
+                         pool: dict[str, Candidate]) -> tuple[Candidate, list[str]]:
+        """The result group the verifier finds likeliest right (the judge consulted where it adds to the verifier,
+        or is not the embedded model), both of two too close to call, and one redraft from the findings where even
+        the best is doubtful and shows what is wrong."""
+        sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.verifier.early_sure
+        if not sure_alone:
+            if record.judge is not None and self._judging():
+                for group in groups[: max(1, self.limits.max_judge_calls - 1)]:
+                    group.verdict = record.judged(group.sql)
+            for group in groups:
+                group.p = self._probability(record, group, drafts, len(groups))
+        ranked = sorted(groups, key=lambda g: -(g.p or 0.0))
+        best, alternatives = ranked[0], []
+        record.votes.update({g.sql: g.votes for g in groups})
+        if len(ranked) >= 2 and best.p < self.verifier.sure and best.p - ranked[1].p < UNSURE_MARGIN:
+            alternatives = [best.sql, ranked[1].sql]
+        facts = record.facts(best.sql)
+        wrong = not facts.ok or facts.empty or facts.all_null or best.found(*REDRAFT_ON)
+        if best.p < self.verifier.doubtful and wrong:
+            redraft = self._redraft(record, view, best, pool, facts=True)
+            if redraft is not None:
+                if record.judge is not None and self._judging():
+                    redraft.verdict = record.judged(redraft.sql)
+                redraft.p = self._probability(record, redraft, drafts + 1, len(groups) + 1)
+                if redraft.p > best.p:
+                    best, alternatives = redraft, []
+        record.step("choose", best.sql, f"{best.votes} of {drafts} drafts; P(right) {best.p:.2f}")
+        return best, alternatives
+
+    def _probability(self, record: Record, candidate: Candidate, drafts: int, groups: int) -> float:
+        record.run(candidate.sql)
+        reading = record.reading(candidate.sql, votes=candidate.votes)
+        return self.verifier.probability(reading, record.question, drafts=drafts, groups=groups)
+
+    def _judging(self) -> bool:
+        """Whether V2 asks its judge: where the verifier's full model reads the verdict, or the judge is not the
+        embedded model (a served model or Claude, the design card's judge on its own LM)."""
+        from text2sql_dspy.programs.llm.factory import is_embedded_model
+
+        return self.verifier.judge_helps or not is_embedded_model(self.judge_lm)
 
     def _redraft(self, record: Record, view: SchemaView, rejected: Candidate, pool: dict[str, Candidate], *,
                  facts: bool = False) -> Candidate | None:
@@ -198,7 +262,7 @@ class ReActAgent(Text2SQLProgram):
         sql = best.sql
         judge_score = None
         if record.judge is not None:
-            verdict = record.verdict_of(sql) or record.judged(sql)
+            verdict = record.verdict_of(sql) or (record.judged(sql) if best.p is None else None)
             judge_score = None if verdict is None else verdict.correctness_score
         alternatives = alternatives if alternatives and sql in alternatives else []
         reason = UNSURE_REASON if len(alternatives) >= 2 else ""
@@ -206,10 +270,11 @@ class ReActAgent(Text2SQLProgram):
             reason = "; ".join(p for p in (reason, f"the judge failed ({record.judge_errors[0]}); answered without it") if p)
         readings = record.readings(sql, alternatives)
         by_sql = {r.sql: r for r in readings}
+        confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
         return Answer(
             question=record.question, sql=sql, explanation=describe_query(sql, record.source.dialect),
             status=Status.UNSURE if len(alternatives) >= 2 else Status.ANSWERED, reason=reason,
-            confidence=combined_confidence(best.draft.confidence, True, judge_score), judge_score=judge_score,
+            confidence=confidence, judge_score=judge_score,
             drafts=drafts, agreement=agreement, tables=record.tables, readings=readings,
             alternatives=[by_sql[q] for q in alternatives if q in by_sql], steps=record.steps, metrics=_metrics(record),
         )

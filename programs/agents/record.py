@@ -131,21 +131,22 @@ class Record:
         """The latest verdict on exactly this query, if any."""
         return next((v for q, v in reversed(self.verdicts) if q == sql), None)
 
+    def reading(self, sql: str, *, votes: int | None = None, chosen: bool = False) -> Reading:
+        """What the record holds on ``sql``, a query it checked: its votes (``votes`` given: a result group's), its
+        draft's token probabilities, its findings, its verdict and the first rows it returned where it ran."""
+        check, verdict, result, draft = self.checks[sql], self.verdict_of(sql), self.runs.get(sql), self.drafts.get(sql)
+        return Reading(
+            sql=sql, chosen=chosen, votes=self.votes.get(sql, 1) if votes is None else votes, valid=check.valid,
+            confidence=None if draft is None else draft.confidence, weakest=None if draft is None else draft.weakest,
+            tokens=0 if draft is None else draft.tokens, findings=list(check.findings),
+            judge_score=None if verdict is None else verdict.correctness_score,
+            preview=None if result is None else Preview.of(result),
+        )
+
     def readings(self, chosen: str, alternatives: list[str]) -> list[Reading]:
-        """Every distinct query the validator saw, in order, with its votes, findings, verdict and the first rows
-        it returned where it ran; the two ``alternatives`` each with what it does that the other does not."""
+        """Every distinct query the validator saw, in order (:meth:`reading`); the two ``alternatives`` each with
+        what it does that the other does not."""
         one, two = differences(*alternatives[:2], self.source.dialect) if len(alternatives) >= 2 else ([], [])
-        found = []
-        for sql, check in self.checks.items():
-            verdict = self.verdict_of(sql)
-            result = self.runs.get(sql)
-            draft = self.drafts.get(sql)
-            found.append(Reading(
-                sql=sql, chosen=sql == chosen, votes=self.votes.get(sql, 1), valid=check.valid,
-                confidence=None if draft is None else draft.confidence, weakest=None if draft is None else draft.weakest,
-                tokens=0 if draft is None else draft.tokens,
-                findings=list(check.findings), judge_score=None if verdict is None else verdict.correctness_score,
-                preview=None if result is None else Preview.of(result),
-                difference=one if alternatives[:1] == [sql] else two if alternatives[1:2] == [sql] else [],
-            ))
-        return found
+        return [self.reading(sql, chosen=sql == chosen).model_copy(
+            update={"difference": one if alternatives[:1] == [sql] else two if alternatives[1:2] == [sql] else []})
+            for sql in self.checks]

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, field_validator
 
-__all__ = ["Finding", "Kind", "distinct", "messages", "one_line", "suggestions"]
+__all__ = ["LINTS", "Finding", "Kind", "distinct", "messages", "one_line", "suggestions"]
 
 
 class Kind(StrEnum):
@@ -65,6 +65,12 @@ _WARNINGS = frozenset(
         Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
     }
 )  # fmt: skip
+
+
+LINTS = (  # the kinds the lints give: a defect that needs no model to see (lints.py, join_lints.py, question_lints.py)
+    Kind.ALWAYS_TRUE_JOIN, Kind.CARTESIAN_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN,
+    Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
+)
 
 
 class Finding(BaseModel, frozen=True):

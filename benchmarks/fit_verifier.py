@@ -1,0 +1,132 @@
+#!/usr/bin/env python
+"""Fit the verifier (``programs/agents/verifier.py``) on collected training answers and write ``verifier.json``.
+
+    python benchmarks/fit_verifier.py COLLECTED.jsonl [MORE.jsonl ...] --data-root DIR [--data-root DIR ...] \
+        --out programs/agents/verifier.json
+
+Each input is what ``benchmarks/collect_candidates.py`` wrote for a training split (never a dev or test set). Every
+reading is checked again by today's validator with its question, so the lints are today's. Cross-validation holds
+out whole databases (scikit-learn's ``GroupKFold``), so its figures say how the verifier does on a database it was
+not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge; the judge is kept in
+the full model only where it adds to its AUC.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from text2sql_dspy.programs.agents.verifier import EARLY, FULL, Verifier, features, fit_model
+from text2sql_dspy.programs.answer import Answer, Reading
+from text2sql_dspy.programs.calibration import sure_threshold
+from text2sql_dspy.programs.source import open_source
+
+JUDGE_GAIN = 0.01  # the full model keeps the judge only where it adds this much ROC AUC out of fold
+
+
+def database_of(db_id: str, roots: list[Path]) -> Path:
+    for root in roots:
+        for path in (root / "database" / db_id / f"{db_id}.sqlite", root / db_id / f"{db_id}.sqlite"):
+            if path.is_file():
+                return path
+    if db_id == "saas":
+        from text2sql_dspy.programs.bundled import ensure_bundled_database
+
+        return Path(ensure_bundled_database())
+    raise FileNotFoundError(f"no database {db_id} under {roots}")
+
+
+def rechecked(reading: Reading, question: str, db: Path) -> Reading:
+    check = open_source(db).validator.validate(reading.sql, question=question)
+    return reading.model_copy(update={"findings": list(check.findings), "valid": check.valid})
+
+
+def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
+    """Per question: its database, the early row (the greedy draft) and the full rows (each judged result group)."""
+    for file in files:
+        for line in file.read_text().splitlines():
+            record = json.loads(line)
+            answer = Answer.model_validate(record["answer"])
+            db = database_of(record["db_id"], roots)
+            right = dict(zip([r.sql for r in answer.readings], record["readings_correct"], strict=True))
+            readings = [rechecked(r, answer.question, db) for r in answer.readings if r.valid and r.preview is not None]
+            greedy = next((s.sql for s in answer.steps if s.kind == "draft"), "")
+            first = next((r for r in readings if r.sql == greedy), None)
+            groups = [r for r in readings if r.judge_score is not None] or readings[:1]
+            early = None
+            if first is not None:
+                early = (features(first.model_copy(update={"judge_score": None}), answer.question), right[first.sql])
+            full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups)), right[r.sql]) for r in groups]
+            yield {"db": record["db_id"], "early": early, "full": full}
+
+
+def auc(scores: list[float], right: list[bool]) -> float | None:
+    from sklearn.metrics import roc_auc_score
+
+    return None if len(set(right)) < 2 else float(roc_auc_score(right, scores))
+
+
+def out_of_fold(rows: list[dict], right: list[bool], dbs: list[str], names: tuple[str, ...]) -> np.ndarray:
+    from sklearn.model_selection import GroupKFold
+
+    found = np.zeros(len(rows))
+    folds = min(5, len(set(dbs)))
+    for train, test in GroupKFold(folds).split(rows, right, dbs):
+        model = fit_model([rows[i] for i in train], [right[i] for i in train], names)
+        found[test] = [model.probability(rows[i]) for i in test]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--data-root", action="append", type=Path, default=[])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    questions = list(examples(args.files, args.data_root))
+    early = [(q["early"], q["db"]) for q in questions if q["early"] is not None]
+    full = [(row, q["db"]) for q in questions for row in q["full"]]
+    e_rows, e_right, e_dbs = [r for (r, _), _ in early], [y for (_, y), _ in early], [d for _, d in early]
+    f_rows, f_right, f_dbs = [r for (r, _), _ in full], [y for (_, y), _ in full], [d for _, d in full]
+    print(f"{len(questions)} questions from {len(set(e_dbs))} databases; early rows {len(e_rows)} "
+          f"({sum(e_right)} right), full rows {len(f_rows)} ({sum(f_right)} right)")
+    print("\nROC AUC of each signal alone (full rows; sign as it falls):")
+    for name in FULL:
+        value = auc([r[name] for r in f_rows], f_right)
+        if value is not None:
+            print(f"  {name:32s} {max(value, 1 - value):.3f}{'' if value >= 0.5 else ' (lower is righter)'}")
+    early_oof = out_of_fold(e_rows, e_right, e_dbs, EARLY)
+    without_judge = tuple(n for n in FULL if n not in ("judge", "judged"))
+    full_oof = out_of_fold(f_rows, f_right, f_dbs, FULL)
+    plain_oof = out_of_fold(f_rows, f_right, f_dbs, without_judge)
+    gain = (auc(list(full_oof), f_right) or 0) - (auc(list(plain_oof), f_right) or 0)
+    print(f"\nout of fold (whole databases held out): early AUC {auc(list(early_oof), e_right):.3f}; full AUC "
+          f"{auc(list(full_oof), f_right):.3f} with the judge, {auc(list(plain_oof), f_right):.3f} without "
+          f"(gain {gain:+.3f})")
+    judge_helps = gain >= JUDGE_GAIN
+    names = FULL if judge_helps else without_judge
+    chosen_oof = full_oof if judge_helps else plain_oof
+    sure = sure_threshold([float(p) for p in chosen_oof], f_right) or 1.01
+    wrong_below = sorted(zip(chosen_oof, f_right))
+    doubtful = 0.3
+    for p, _ in wrong_below:  # the highest cut-off below which at most 30% were right (at least 10 answers)
+        below = [y for q, y in wrong_below if q < p]
+        if len(below) >= 10 and sum(below) / len(below) <= 0.3:
+            doubtful = float(p)
+    early_sure = sure_threshold([float(p) for p in early_oof], e_right) or 1.01
+    kept = [(p >= sure, y) for p, y in zip(chosen_oof, f_right)]
+    print(f"sure at {sure:.3f} (full: {sum(1 for s, _ in kept if s)} answers, "
+          f"{sum(1 for s, y in kept if s and y)} right); early sure at {early_sure:.3f}; doubtful below {doubtful:.3f}")
+    verifier = Verifier(fit_model(e_rows, e_right, EARLY), fit_model(f_rows, f_right, names), sure, doubtful,
+                        judge_helps, fitted_on=", ".join(str(f.name) for f in args.files), early_sure=early_sure)
+    args.out.write_text(json.dumps(verifier.to_json(), indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

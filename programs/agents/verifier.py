@@ -1,0 +1,167 @@
+"""The verifier: the probability that a query answers its question, from signals that need no model call.
+
+It reads one :class:`~..answer.Reading` (a drafted query, checked and run) beside its question: the drafting
+model's token probabilities, the validator's findings (the lints among them), what the result looks like against
+what was asked (a count asked and one number returned; a list asked and one row; no rows, only NULLs, repeated
+rows), and, once V2 has sampled and judged, the drafts' agreement and the judge's P(True). Two logistic models
+combine them: ``early``, on the first draft alone (it decides whether one draft is enough), and ``full``, with the
+agreement and the verdict (it chooses among result groups and gives the answer's confidence).
+
+The models are fitted on public training data only (``benchmarks/fit_verifier.py``, on answers
+``benchmarks/collect_candidates.py`` collects) and ship in the package as ``verifier.json``, with the prompts'
+digest they were fitted under. Nothing is fitted, downloaded or pickled at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from text2sql_dspy.programs.answer import Reading
+from text2sql_dspy.programs.query.findings import LINTS, Kind
+
+__all__ = ["EARLY", "FULL", "Verifier", "features", "load_verifier"]
+
+FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
+EARLY = (
+    "confidence", "weakest", "tokens", "rows", "empty", "null_only", "repeated_rows", "count_asked_one_number",
+    "count_asked_not_one_number", "list_asked_one_row", "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED),
+)
+FULL = (*EARLY, "agreement", "drafts", "groups", "judge", "judged")
+HOW_MANY = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
+LIST_ASKED = re.compile(r"^\W*(list|show|give|find|what are|which|who are|name)\b|\b(all|every|each)\b", re.IGNORECASE)
+SINGLE_ASKED = re.compile(r"\b(the (most|least|highest|lowest|largest|smallest|first|last|oldest|youngest|top)|"
+                          r"\w+est|maximum|minimum|only one|which one|\bone\b)", re.IGNORECASE)
+
+
+def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 1) -> dict[str, float]:
+    """The signals of ``reading`` (a valid query that ran) for ``question``; ``drafts`` written and the distinct
+    results (``groups``) they gave, for the full model."""
+    preview = reading.preview
+    rows = preview.rows if preview is not None and preview.error is None else []
+    count = preview.row_count if preview is not None else 0
+    columns = len(preview.columns) if preview is not None else 0
+    one_number = count == 1 and columns == 1 and bool(rows) and isinstance(rows[0][0], int | float)
+    counts = HOW_MANY.search(question) is not None
+    kinds = {f.kind for f in reading.findings}
+    asked_and = question.lower().count(" and ") + question.count(",")
+    judged = reading.judge_score is not None
+    found = {
+        "confidence": _logit(reading.confidence if reading.confidence is not None else 0.5),
+        "weakest": math.log(max(reading.weakest if reading.weakest is not None else 0.5, 1e-6)),
+        "tokens": math.log1p(reading.tokens),
+        "rows": math.log1p(count),
+        "empty": float(count == 0),
+        "null_only": float(bool(rows) and all(v is None for row in rows for v in row)),
+        "repeated_rows": float(len(rows) > 1 and len({tuple(map(str, r)) for r in rows}) < len(rows)),
+        "count_asked_one_number": float(counts and one_number),
+        "count_asked_not_one_number": float(counts and not one_number and not (count >= 1 and columns >= 2)),
+        "list_asked_one_row": float(count == 1 and LIST_ASKED.search(question) is not None
+                                    and SINGLE_ASKED.search(question) is None and not counts),
+        "columns_asked_short": float(asked_and >= 1 and columns == 1 and not counts),
+        "lints": float(len(kinds & set(LINTS))),
+        **{f"lint: {k}": float(k in kinds) for k in FLAGGED},
+        "agreement": reading.votes / max(1, drafts),
+        "drafts": float(min(drafts, 3)),
+        "groups": float(min(groups, 3)),
+        "judge": _logit(reading.judge_score) if judged else 0.0,
+        "judged": float(judged),
+    }
+    return found
+
+
+def _logit(p: float) -> float:
+    p = min(1 - 1e-4, max(1e-4, float(p)))
+    return math.log(p / (1 - p))
+
+
+@dataclass(frozen=True)
+class Model:
+    """A logistic model over named, standardised features."""
+
+    names: tuple[str, ...]
+    coefficients: tuple[float, ...]
+    intercept: float
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+
+    def probability(self, found: Mapping[str, float]) -> float:
+        z = self.intercept + sum(w * (found[n] - m) / s for n, w, m, s in
+                                 zip(self.names, self.coefficients, self.means, self.scales, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"names": list(self.names), "coefficients": list(self.coefficients), "intercept": self.intercept,
+                "means": list(self.means), "scales": list(self.scales)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Model:
+        return cls(tuple(data["names"]), tuple(map(float, data["coefficients"])), float(data["intercept"]),
+                   tuple(map(float, data["means"])), tuple(map(float, data["scales"])))
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """The two models, the probability at and above which answers were right 90% of the time out of fold (``sure``;
+    ``early_sure`` for the early model),
+    the one below which they were wrong most of the time (``doubtful``), whether the judge's verdict adds to the full
+    model (``judge_helps``), and what they were fitted on."""
+
+    early: Model
+    full: Model
+    sure: float
+    doubtful: float
+    judge_helps: bool
+    fitted_on: str
+    early_sure: float = 1.01  # the early model's "sure": one draft is enough
+
+    def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
+                    early: bool = False) -> float:
+        """P(right) of ``reading``: by the early model (first draft alone), else by the full one."""
+        model = self.early if early else self.full
+        return model.probability(features(reading, question, drafts=drafts, groups=groups))
+
+    def words(self, probability: float) -> str:
+        """The verdict in words: "likely right", "check this" or "likely wrong"."""
+        return "likely right" if probability >= self.sure else "likely wrong" if probability < self.doubtful else "check this"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": self.sure,
+                "early_sure": self.early_sure, "doubtful": self.doubtful, "judge_helps": self.judge_helps,
+                "fitted_on": self.fitted_on}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verifier:
+        return cls(Model.from_json(data["early"]), Model.from_json(data["full"]), float(data["sure"]),
+                   float(data["doubtful"]), bool(data["judge_helps"]), str(data["fitted_on"]),
+                   float(data.get("early_sure", 1.01)))
+
+
+@cache
+def load_verifier() -> Verifier | None:
+    """The verifier shipped in the package (``verifier.json`` beside this module); None when it is missing."""
+    try:
+        text = resources.files("text2sql_dspy.programs.agents").joinpath("verifier.json").read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return None
+    return Verifier.from_json(json.loads(text))
+
+
+def fit_model(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Sequence[str],
+              c: float = 0.5) -> Model:
+    """A regularised logistic model over ``names`` fitted on ``rows`` (scikit-learn, standardised features)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.array([[row[n] for n in names] for row in rows], dtype=float)
+    means, scales = x.mean(axis=0), x.std(axis=0)
+    scales[scales == 0] = 1.0
+    found = LogisticRegression(C=c, max_iter=2000).fit((x - means) / scales, np.array(right, dtype=bool))
+    return Model(tuple(names), tuple(map(float, found.coef_[0])), float(found.intercept_[0]), tuple(map(float, means)),
+                 tuple(map(float, scales)))
