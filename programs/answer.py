@@ -130,6 +130,8 @@ class Answer(BaseModel):
     calibrated: bool = False  # ``confidence`` comes from this database's calibration (``text2sql calibrate``)
     sure: bool = False  # calibrated, and at or above the cut-off where verified answers were right 90% of the time
     calibration: str = ""  # what the calibration was fitted on
+    verdict: str = ""  # how sure, in words: "likely right", "check this" or "likely wrong" ("" where nothing says)
+    basis: str = ""  # what the confidence is estimated from: this database's calibration, or public benchmarks
     judge_score: float | None = None
     drafts: int = 1  # drafts written for the question (V2 samples more when unsure)
     agreement: float | None = None  # the share of those drafts whose result the answer's query returns
@@ -141,10 +143,17 @@ class Answer(BaseModel):
 
     @property
     def confidence_line(self) -> str:
-        """The confidence in words a user can read: a probability when calibrated, else the score, named as such."""
-        if self.calibrated:
-            return f"chance right {self.confidence:.2f} ({self.calibration})"
+        """How sure the program is, in words a user can read: "likely right (0.92; estimated from ...)", or where
+        nothing estimates a probability, the program's own score named as such."""
+        if self.verdict:
+            return f"{self.verdict} ({self.confidence:.2f}; {self.basis})"
         return f"confidence {self.confidence:.2f} (uncalibrated: text2sql calibrate fits it to this database)"
+
+    @property
+    def noted(self) -> list[Finding]:
+        """The warnings on the answer's own query, which a user should read with it (the lints' among them)."""
+        chosen = self.chosen
+        return [f for f in chosen.findings if not f.is_error] if chosen is not None and self.sql else []
 
     @property
     def chosen(self) -> Reading | None:

@@ -98,6 +98,8 @@ def ask(args: argparse.Namespace) -> int:
     print(line)
     if answer.sql and answer.reason:
         print(f"note: {answer.reason}")
+    for finding in answer.noted:
+        print(f"check: {finding.message}")
     if args.trace:
         for i, step in enumerate(answer.steps, 1):
             print(f"\n[{i}] {step.kind}" + (f": {step.thought}" if step.thought else ""))

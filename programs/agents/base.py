@@ -23,6 +23,7 @@ from typing import Any
 
 import dspy
 
+from text2sql_dspy.programs.agents.verifier import Verifier, load_verifier
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.calibration import load_calibration
 from text2sql_dspy.programs.conversation import Conversation, render_history
@@ -40,7 +41,8 @@ from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector,
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
 from text2sql_dspy.programs.usage import metered
 
-SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector"})  # copies of a program share these
+SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "verifier"})  # copies of a program share these
+ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
 _BUILT: dict[tuple[str, str], dspy.LM] = {}  # (model name, role) -> the LM built for it, one per process
 _BUILDING = threading.Lock()
 
@@ -64,13 +66,17 @@ class Text2SQLProgram(dspy.Module):
         mask_examples: bool = False,
         lookup_values: bool = True,
         docs: Path | str | None = None,
+        verifier: Verifier | bool = True,
     ):
         """``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
         True for the default store); None shows none. ``k_examples`` pairs per question, at most, within
         ``facts_budget`` tokens with the stored values (:func:`question_facts`). ``lookup_values``: show
         the stored values like the question's words (:mod:`~..db.values`). ``docs``: column and table
-        descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`)."""
+        descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`).
+        ``verifier``: what estimates the probability that an answer is right (:mod:`.verifier`): True for the one
+        shipped in the package, False for none (the program's own scores decide)."""
         super().__init__()
+        self.verifier = load_verifier() if verifier is True else (verifier or None)
         self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
         self.schema_budget = schema_budget
@@ -144,12 +150,21 @@ class Text2SQLProgram(dspy.Module):
         else the answer as it is."""
         calibration = load_calibration(database_key(source), self.calibration_name(), lm_name(lm))
         if calibration is None:
-            return answer
+            return self.estimated(answer)
         probability = calibration.probability(answer)
+        sure = calibration.is_sure(probability)
         return answer.model_copy(update={
-            "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True,
-            "sure": calibration.is_sure(probability), "calibration": calibration.describe(),
+            "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True, "sure": sure,
+            "calibration": calibration.describe(), "basis": calibration.describe(),
+            "verdict": "likely right" if sure else "check this" if probability >= 0.5 else "likely wrong",
         })
+
+    def estimated(self, answer: Answer) -> Answer:
+        """Without this database's calibration: ``answer`` with its confidence in words where the program's
+        confidence is the shipped verifier's probability (its ``verifier``); else as it is."""
+        if self.verifier is None or not answer.sql:
+            return answer
+        return answer.model_copy(update={"verdict": self.verifier.words(answer.confidence), "basis": ESTIMATED})
 
     def calibration_name(self) -> str:
         """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes

@@ -8,7 +8,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.drafting import draft_sql
-from text2sql_dspy.programs.answer import Answer, Reading, Status, Step
+from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL
@@ -29,10 +29,15 @@ class Baseline(Text2SQLProgram):
             return Answer(question=question, status=Status.FAILED, reason=draft.error or "the model gave no query",
                           tables=view.tables, steps=steps)
         check = source.validator.validate(draft.sql, question=question)
-        reading = Reading(sql=draft.sql, chosen=not check.dangerous, valid=check.valid, findings=list(check.findings))
+        reading = Reading(sql=draft.sql, chosen=not check.dangerous, valid=check.valid, findings=list(check.findings),
+                          confidence=draft.confidence, weakest=draft.weakest, tokens=draft.tokens)
         if check.dangerous:
             return Answer(question=question, status=Status.REFUSED, tables=view.tables, readings=[reading], steps=steps,
                           reason="refused, the draft is not a read-only query: " + "; ".join(check.errors))
+        confidence = draft.confidence
+        if self.verifier is not None and check.valid and source.database is not None:  # what it returns, to verify
+            reading = reading.model_copy(update={"preview": Preview.of(source.database.execute(draft.sql))})
+            confidence = self.verifier.probability(reading, question, early=True)
         return Answer(question=question, sql=draft.sql, explanation=describe_query(draft.sql, source.dialect),
-                      status=Status.ANSWERED, confidence=draft.confidence, tables=view.tables, readings=[reading],
+                      status=Status.ANSWERED, confidence=confidence, tables=view.tables, readings=[reading],
                       steps=steps)

@@ -31,7 +31,6 @@ from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
-from text2sql_dspy.programs.agents.verifier import load_verifier
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.findings import LINTS
@@ -69,12 +68,9 @@ class ReActAgent(Text2SQLProgram):
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
         max_repair_steps: int | None = None,
-        verify: bool = True,
         **kwargs: Any,
     ):
-        """``verify``: decide by the shipped verifier (:mod:`.verifier`); without it, by the judge and the votes."""
         super().__init__(db_path, **kwargs)
-        self.verifier = load_verifier() if verify else None
         self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, max_judge_calls if judge else 0)
         self.candidates = max(1, candidates if candidates is not None else (3 if judge else 1))
         self.sample_below = sample_below

@@ -116,7 +116,7 @@ def pretty_sql(sql: str, dialect: str) -> str:
         return sql
 
 
-CONFIDENCE_WORDS = ("likely right", "check this", "probably wrong: check it carefully")
+CONFIDENCE_WORDS = ("likely right", "check this", "likely wrong")
 JUDGE_WORDS = (
     "the judge thinks it answers the question", "the judge is unsure", "the judge thinks it does not answer the question"
 )
@@ -130,10 +130,10 @@ def in_words(score: float | None, words: tuple[str, str, str], missing: str) -> 
 
 
 def confidence_words(answer: Answer) -> str:
-    """Calibrated: "likely right" only when :attr:`Answer.sure`, "check this" from even odds; else the score
-    against the agents' bars."""
-    if answer.calibrated:
-        return CONFIDENCE_WORDS[0 if answer.sure else 1 if answer.confidence >= 0.5 else 2]
+    """The answer's own verdict in words where it has one (:attr:`Answer.verdict`); else the score against the
+    agents' bars."""
+    if answer.verdict:
+        return answer.verdict
     return in_words(answer.confidence, CONFIDENCE_WORDS, "no confidence given")
 
 

@@ -1,0 +1,127 @@
+"""The verifier: shipped in the package and read with no network and no fitting; V2 spending its calls by it (one
+draft and no judge when sure, more drafts when not); its verdict in words on the answer."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from text2sql_dspy.programs.agents.react import ReActAgentV2
+from text2sql_dspy.programs.agents.verifier import EARLY, FULL, Model, Verifier, features, load_verifier
+from text2sql_dspy.programs.answer import Preview, Reading
+from text2sql_dspy.programs.query.findings import Finding, Kind
+from tests.fakes import GOOD_SQL, logprob_lm, scripted_draft, scripted_verdict
+
+ALL_USERS = "SELECT count(*) FROM users"
+
+
+def constant(names: tuple[str, ...], p: float, **weights: float) -> Model:
+    """A model that says ``p``, moved by ``weights`` on raw (unscaled) features."""
+    return Model(names, tuple(weights.get(n, 0.0) for n in names), math.log(p / (1 - p)), (0.0,) * len(names),
+                 (1.0,) * len(names))
+
+
+def verifier(early: float, full: float = 0.5, *, judge_helps: bool = False, **weights: float) -> Verifier:
+    return Verifier(constant(EARLY, early), constant(FULL, full, **weights), sure=0.8, doubtful=0.3,
+                    judge_helps=judge_helps, fitted_on="test", early_sure=0.9)
+
+
+@pytest.fixture(autouse=True)
+def embedded_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripted LMs stand for the embedded model, whose judge V2 asks only where it adds to the verifier."""
+    monkeypatch.setattr("text2sql_dspy.programs.llm.factory.is_embedded_model", lambda lm: True)
+
+
+def program(tiny_db: Path, tiny_schemas: Path, lm: object, found: Verifier) -> ReActAgentV2:
+    return ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, verifier=found,
+                        max_repair_steps=0)
+
+
+def test_a_sure_answer_takes_one_draft_and_no_judge_call(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.6)])  # unsure by its tokens alone: without a verifier V2 samples
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.95)).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.drafts == 1 and answer.metrics.lm_calls == 1
+    assert answer.metrics.judge_calls == 0 and not lm.engine.replies
+    assert answer.confidence == pytest.approx(0.95) and answer.verdict == "likely right"
+    assert answer.confidence_line.startswith("likely right (0.95; estimated from public benchmarks")
+
+
+def test_an_unsure_first_draft_draws_more_and_the_verifier_chooses(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(GOOD_SQL, 0.6)])
+    found = verifier(early=0.5, full=0.5, **{"rows": -3.0})  # fewer rows, likelier right: the filtered count
+    answer = program(tiny_db, tiny_schemas, lm, found).run("How many users are suspended?")
+    assert answer.drafts == 3 and answer.sql == GOOD_SQL and answer.metrics.judge_calls == 0  # the judge adds nothing
+    assert answer.confidence == pytest.approx(found.full.probability(features(answer.chosen, answer.question,
+                                                                              drafts=3, groups=2)))
+
+
+def test_the_judge_is_asked_where_it_adds_to_the_verifier(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(GOOD_SQL, 0.6),
+                     scripted_verdict(0.95), scripted_verdict(0.1)])  # the group of two drafts is judged first
+    found = verifier(early=0.5, full=0.5, judge_helps=True, judge=2.0)
+    answer = program(tiny_db, tiny_schemas, lm, found).run("How many users are suspended?")
+    assert answer.metrics.judge_calls == 2 and answer.sql == GOOD_SQL and answer.judge_score == pytest.approx(0.95)
+
+
+def test_a_doubtful_answer_says_likely_wrong_and_why(tiny_db: Path, tiny_schemas: Path) -> None:
+    limited = "SELECT email FROM users LIMIT 1"  # drafted, sampled and redrafted alike: the redraft is no new query
+    lm = logprob_lm([scripted_draft(limited, 0.95)] * 3)
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.2, full=0.1)).run("List the emails of all users.")
+    assert answer.verdict == "likely wrong" and answer.confidence == pytest.approx(0.1)
+    assert [f.kind for f in answer.noted] == [Kind.LIMIT_WITHOUT_ORDER, Kind.UNASKED_LIMIT]
+    redraft = prompt_text(lm, 2)  # doubtful, with a lint: one redraft, told the lint's finding
+    assert "LIMIT 1 keeps only some of the rows" in redraft and answer.metrics.redrafts == 1
+
+
+def prompt_text(lm: object, call: int) -> str:
+    return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
+
+
+@pytest.mark.parametrize(("question", "rows", "columns", "feature"), [
+    ("How many users are there?", [[3]], ["n"], "count_asked_one_number"),
+    ("How many users are there?", [["a"], ["b"]], ["email"], "count_asked_not_one_number"),
+    ("List all users.", [["a"]], ["email"], "list_asked_one_row"),
+    ("Show the email and name of users.", [["a"], ["b"]], ["email"], "columns_asked_short"),
+    ("Which users?", [["a"], ["a"]], ["email"], "repeated_rows"),
+    ("Which users?", [[None]], ["email"], "null_only"),
+    ("Which users?", [], ["email"], "empty"),
+])
+def test_the_shape_of_a_result_against_its_question(question: str, rows: list, columns: list, feature: str) -> None:
+    reading = Reading(sql="SELECT 1", valid=True, preview=Preview(columns=columns, rows=rows, row_count=len(rows)))
+    assert features(reading, question)[feature] == 1.0
+
+
+def test_a_lint_is_a_feature() -> None:
+    lint = Finding(kind=Kind.UNUSED_JOIN, message="joins blocks but reads none of its columns")
+    reading = Reading(sql="SELECT 1", valid=True, findings=[lint], preview=Preview(columns=["a"], rows=[[1]]))
+    found = features(reading, "Which users?")
+    assert found["lint: unused join"] == 1.0 and found["lints"] == 1.0 and found["lint: fan-out"] == 0.0
+
+
+@pytest.mark.shipped_verifier
+def test_the_shipped_verifier_loads_from_the_package_with_no_network_and_no_fitting() -> None:
+    shipped = load_verifier()
+    assert shipped is not None and 0 < shipped.doubtful < shipped.sure <= 1.0 and shipped.fitted_on
+    assert set(shipped.early.names) == set(EARLY) and set(shipped.full.names) <= set(FULL)
+    code = ("import sys, socket\n"
+            "def refuse(*a, **k): raise OSError('no network in this test')\n"
+            "socket.socket.connect = refuse\n"
+            "from text2sql_dspy.programs.agents.verifier import load_verifier\n"
+            "from text2sql_dspy.programs.answer import Reading, Preview\n"
+            "v = load_verifier()\n"
+            "p = v.probability(Reading(sql='SELECT 1', valid=True, preview=Preview(columns=['n'], rows=[[1]], "
+            "row_count=1)), 'How many?')\n"
+            "print(round(p, 6), 'sklearn' in sys.modules, 'dspy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert 0.0 < float(out[0]) < 1.0 and out[1:] == ["False", "False"]  # no scikit-learn, no DSPy: nothing fitted
+
+
+def test_a_verifier_survives_its_json() -> None:
+    found = verifier(early=0.7, full=0.4, rows=1.5)
+    assert Verifier.from_json(json.loads(json.dumps(found.to_json()))) == found
+    assert found.words(0.85) == "likely right" and found.words(0.5) == "check this" and found.words(0.1) == "likely wrong"
