@@ -384,3 +384,16 @@ def test_a_draft_sqlite_accepts_and_duckdb_refuses_runs_on_duckdb(
 
 def test_duckdb_file_path_alone_is_enough(duckdb_file: Path) -> None:
     assert open_database(str(duckdb_file)).dialect == "duckdb"
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT count(*) FROM users WHERE YEAR(last_login_at) = 2024",
+     "SELECT COUNT(*) FROM users WHERE CAST(STRFTIME('%Y', last_login_at) AS INTEGER) = 2024"),
+    ("SELECT MONTH(last_login_at), DAY(last_login_at) FROM users",
+     "SELECT CAST(STRFTIME('%m', last_login_at) AS INTEGER), CAST(STRFTIME('%d', last_login_at) AS INTEGER) FROM users"),
+    ("SELECT count(*) FROM users", "SELECT count(*) FROM users"),  # nothing to carry: unchanged, as written
+])
+def test_other_engines_date_parts_are_read_with_strftime_on_sqlite(sql: str, expected: str) -> None:
+    from text2sql_dspy.programs.db.dialect import portable
+
+    assert portable(sql, "sqlite") == expected

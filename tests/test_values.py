@@ -254,6 +254,10 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
     ("SELECT T1.unitname FROM unit AS T1 JOIN unit AS T2 ON T1.id = T2.id", "SELECT T1.unit_name FROM unit AS T1 "
      "JOIN unit AS T2 ON T1.id = T2.id"),  # the same table twice: the qualifier written decides
     ("SELECT unitname FROM unit AS T1 JOIN unit AS T2 ON T1.id = T2.id", None),  # two readings
+    # a column two tables have, joined on it by equality: either reading gives the same value
+    ("SELECT id FROM unit AS T1 JOIN plant AS T2 ON T1.id = T2.id",
+     "SELECT T1.id FROM unit AS T1 JOIN plant AS T2 ON T1.id = T2.id"),
+    ("SELECT id FROM unit AS T1 JOIN plant AS T2 ON T1.plant_id = T2.id", None),  # joined on another column
 ])
 def test_a_column_on_the_wrong_table_moves_to_the_one_that_has_it(source, sql: str, expected: str | None) -> None:
     assert requalified(sql, source.catalog) == (expected or sql)

@@ -90,9 +90,11 @@ _SCALAR_SUBQUERIES_ONE_ROW = frozenset({"postgres", "duckdb", "mysql"})
 # Engines that refuse LIMIT in an IN subquery ("doesn't yet support 'LIMIT & IN/ALL/ANY/SOME subquery'").
 _NO_LIMIT_IN_IN_SUBQUERIES = frozenset({"mysql"})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+# Engines without other engines' YEAR(), MONTH() and DAY(), which small models write anyway.
+_NO_DATE_PART_FUNCTIONS = frozenset({"sqlite"})
 _REWRITING_DIALECTS = (
     _NO_ALIAS_IN_FILTERS | _DIVISION_BY_ZERO_RAISES | _DATE_FUNCTIONS_NEED_TIMESTAMPS | _NUMBERS_ARE_NOT_CONDITIONS
-    | _NO_BARE_COLUMNS | _SCALAR_SUBQUERIES_ONE_ROW | _NO_LIMIT_IN_IN_SUBQUERIES
+    | _NO_BARE_COLUMNS | _SCALAR_SUBQUERIES_ONE_ROW | _NO_LIMIT_IN_IN_SUBQUERIES | _NO_DATE_PART_FUNCTIONS
 )
 
 
@@ -123,6 +125,9 @@ def portable(
     alone (``SUM(i.total) / c.rate`` -> ``SUM(i.total) / MIN(c.rate)``). A subquery compared as a value
     (``id = (SELECT ...)``) that has no ``LIMIT`` and may return several rows (it is not an ungrouped
     aggregate) gets ``LIMIT 1``: SQLite's value for it is its first row.
+
+    SQLite: other engines' ``YEAR(x)``, ``MONTH(x)`` and ``DAY(x)``, which it lacks, are read with ``STRFTIME``
+    (``CAST(STRFTIME('%Y', x) AS INTEGER)``).
 
     Rewriting a rewritten query changes nothing more. ``sql`` comes back unchanged when nothing is
     rewritten or it does not parse.
@@ -155,6 +160,8 @@ def portable(
         replaced |= _first_row_of_compared_subqueries(tree)
     if dialect in _NO_LIMIT_IN_IN_SUBQUERIES:
         replaced |= _derive_limited_in_subqueries(tree)
+    if dialect in _NO_DATE_PART_FUNCTIONS:
+        replaced |= _date_parts_as_strftime(tree)
     if not replaced:
         return sql
     try:
@@ -167,6 +174,20 @@ _SQLITE_DATE_FUNCTIONS = ("strftime(", "julianday(", "datetime(", "date('", "uni
 _DATE_UNITS = {"day": "DAY", "days": "DAY", "month": "MONTH", "months": "MONTH", "year": "YEAR", "years": "YEAR",
                "hour": "HOUR", "hours": "HOUR", "minute": "MINUTE", "minutes": "MINUTE", "second": "SECOND",
                "seconds": "SECOND"}  # fmt: skip
+
+
+_STRFTIME_PARTS = {exp.Year: "%Y", exp.Month: "%m", exp.Day: "%d"}
+
+
+def _date_parts_as_strftime(tree: exp.Expr) -> bool:
+    """``YEAR(x)``, ``MONTH(x)``, ``DAY(x)`` (other engines' date parts, which SQLite lacks) as SQLite reads them:
+    ``CAST(STRFTIME('%Y', x) AS INTEGER)``; whether any was rewritten."""
+    parts = [node for node in tree.find_all(*_STRFTIME_PARTS) if isinstance(node.this, exp.Expr)]
+    for node in parts:
+        formatted = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(_STRFTIME_PARTS[type(node)]),
+                                                               node.this.copy()])
+        node.replace(exp.Cast(this=formatted, to=exp.DataType.build("INTEGER")))
+    return bool(parts)
 
 
 def _sqlite_habits(sql: str) -> bool:

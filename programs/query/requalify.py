@@ -16,6 +16,10 @@ A column spelled with other case or underscores (``pet_type`` for ``PetType``, `
 ``reactor_type``) that no table read there has as written takes the one spelling that table (else the one
 table read at that level) has.
 
+An unqualified column that several tables read there have, where the query joins them all on it by equality
+(``SELECT user_id FROM users u JOIN blocks b ON b.user_id = u.user_id``), is given to the first: every reading
+gives the same value.
+
 A table the catalog lacks but whose name is the role of a foreign key read in the query (``JOIN eye_colour
 ON T1.eye_colour_id = eye_colour.id``, where ``superhero.eye_colour_id`` references ``colour``) becomes the
 referenced table, under the name the query gave it (``JOIN colour AS eye_colour``), when exactly one such key exists.
@@ -44,6 +48,7 @@ def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
         changed = _role_tables(tree, catalog)
         changed = _requalify(tree, catalog) or changed
         changed = _respell(tree, catalog) or changed
+        changed = _disambiguate(tree, catalog) or changed
         return tree.sql(dialect=dialect) if changed else sql
     except (SqlglotError, RecursionError, ValueError):
         return sql
@@ -98,6 +103,31 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
                     tables[alias.lower()] = joined
                     spelled[alias.lower()] = alias
                     changed = True
+    return changed
+
+
+def _disambiguate(tree: exp.Expr, catalog: Catalog) -> bool:
+    """Qualify each unqualified column that several stored tables of its query level have, where the query joins all
+    of them on that column by equality (``user_id`` in ``users u JOIN blocks b ON b.user_id = u.user_id``): every
+    reading gives the same value, so the first table read takes it; whether any was qualified."""
+    changed = False
+    for scope in traverse_scope(tree):
+        if not isinstance(scope.expression, exp.Select) or not all(
+                isinstance(s, exp.Table) for s in scope.sources.values()):
+            continue
+        tables = {alias: catalog.table(source.name) for alias, source in scope.sources.items()}
+        linked = {frozenset((c.this.table.lower(), c.expression.table.lower()))
+                  for c in scope.expression.find_all(exp.EQ)
+                  if isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)
+                  and c.this.name.lower() == c.expression.name.lower() and c.this.table and c.expression.table}
+        for column in scope.columns:
+            if column.table:
+                continue
+            owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
+            pairs = {frozenset((a.lower(), b.lower())) for a in owners for b in owners if a != b}
+            if len(owners) >= 2 and pairs <= linked:
+                column.set("table", exp.to_identifier(owners[0]))
+                changed = True
     return changed
 
 
