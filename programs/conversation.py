@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -43,6 +44,31 @@ class Turn(BaseModel):
             more = "+" if preview.truncated else ""
             result = f"{preview.row_count}{more} row{'' if preview.row_count == 1 else 's'}: {', '.join(preview.columns)}"
         return cls(question=answer.question, sql=answer.sql, result=result)
+
+
+@dataclass(frozen=True)
+class History:
+    """A question's conversation: its earlier turns, and those as the prompt shows them."""
+
+    turns: tuple[Turn, ...] = ()
+    text: str = ""
+
+    @classmethod
+    def of(cls, history: Iterable[Turn | dict[str, Any]] | str | History | None) -> History:
+        """Turns (:class:`Turn` objects or dicts) or text (already rendered: no turns to edit) as a history."""
+        if isinstance(history, History):
+            return history
+        if not history:
+            return cls()
+        if isinstance(history, str):
+            return cls((), render_history(history))
+        turns = tuple(t if isinstance(t, Turn) else Turn.model_validate(t) for t in history)
+        return cls(turns, render_history(turns))
+
+    @property
+    def previous(self) -> str:
+        """The query that answered the turn before this question: the one a follow-up is drafted as a change of."""
+        return self.turns[-1].sql if self.turns else ""
 
 
 def render_history(turns: Iterable[Turn | dict[str, Any]] | str | None, *, max_turns: int = MAX_TURNS,

@@ -21,3 +21,22 @@ class DraftSQL(dspy.Signature):
     question: str = dspy.InputField(desc="the user's question, in natural language")
     hints: str = dspy.InputField(desc="feedback on an earlier attempt, or empty", default="")
     sql: str = dspy.OutputField(desc="a single SELECT statement, without markdown")
+
+
+class EditSQL(dspy.Signature):
+    """Change the previous query so that it answers the follow-up question.
+
+    The follow-up continues the conversation: keep every table, join and condition of the previous query that the
+    follow-up does not change, and change only what it asks (add or change a filter, show other columns, group,
+    order, count). Write a new query only when the follow-up asks about something else entirely.
+    Use only tables and columns that appear in the schemas, and the dialect named there.
+    Match filter values to the stored values shown in the facts and schema comments (case and spelling).
+    Never modify data.
+    """
+
+    table_schemas: str = dspy.InputField(desc="CREATE TABLE statements; comments give descriptions and stored values")
+    facts: str = dspy.InputField(desc="the conversation so far, and stored values like the question's words", default="")
+    previous_sql: str = dspy.InputField(desc="the query that answered the question before this one")
+    question: str = dspy.InputField(desc="the follow-up question")
+    hints: str = dspy.InputField(desc="feedback on an earlier attempt, or empty", default="")
+    sql: str = dspy.OutputField(desc="the changed query: a single SELECT statement, without markdown")

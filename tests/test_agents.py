@@ -412,7 +412,7 @@ def test_a_program_for_the_embedded_model_builds_and_saves_no_repair_predictors(
     monkeypatch.setattr("text2sql_dspy.programs.llm.factory.is_embedded_model", lambda lm: lm is embedded)
     options = {"schema_path": tiny_schemas, "retrieval_type": "keyword"}
     local = ReActAgentV2(tiny_db, lm=embedded, **options)
-    assert {name for name, _ in local.named_predictors()} == {"draft", "judge"}
+    assert {name for name, _ in local.named_predictors()} == {"draft", "edit", "judge"}
     local.save(str(tmp_path / "local.json"))
     assert not [key for key in json.loads((tmp_path / "local.json").read_text()) if key.startswith("repair.")]
     assert {"repair.react", "repair.extract.predict"} <= {

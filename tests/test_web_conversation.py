@@ -89,3 +89,22 @@ def test_a_saved_first_question_is_not_rewritten(service: Service, lm: DummyLM) 
     saved = client.post("/api/examples", json={"question": "How many users are suspended?", "sql": SUSPENDED,
                                                "job": first["job"]})
     assert saved.json()["question"] == "How many users are suspended?" and len(lm.history) == 1
+
+
+def test_a_corrected_turn_replaces_the_answer_in_the_conversation(tiny_db: Path, tmp_path: Path) -> None:
+    wrong = "SELECT count(id) FROM users"
+    lm = DummyLM([draft(wrong), draft(NAMES)])
+    config = ServeConfig(databases={"tiny": str(tiny_db)}, program="v1", examples_path=tmp_path / "examples.sqlite")
+    service = Service(config, lm=lm)
+    try:
+        client = client_for(service)
+        first = client.post("/api/ask", json={"question": "How many users are suspended?"}).json()
+        assert first["sql"] == wrong
+        fixed = client.post("/api/examples", json={"question": "How many users are suspended?", "sql": SUSPENDED,
+                                                   "job": first["job"]})
+        assert fixed.status_code == 201
+        client.post("/api/ask", json={"question": "Which ones?", "conversation": first["conversation"]})
+    finally:
+        service.close()
+    follow_up = prompt_of(lm, 1)  # the follow-up is drafted as a change of the corrected query, not of the wrong one
+    assert f"[[ ## previous_sql ## ]]\n{SUSPENDED}" in follow_up and wrong not in follow_up

@@ -24,21 +24,24 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.agents.verifier import Verifier, load_verifier
-from text2sql_dspy.programs.answer import Answer
+from text2sql_dspy.programs.answer import Answer, check_question
 from text2sql_dspy.programs.calibration import load_calibration
-from text2sql_dspy.programs.conversation import Conversation, render_history
-from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.answer import check_question
-from text2sql_dspy.programs.db.address import is_url
-from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
-from text2sql_dspy.programs.retrieval.schema_view import (
-    DEFAULT_FACTS_BUDGET, DEFAULT_SCHEMA_BUDGET, SchemaView, estimated_tokens, schema_view,
-)
-from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.catalog.values import render_matches, schema_words, value_index
+from text2sql_dspy.programs.conversation import Conversation, History
+from text2sql_dspy.programs.db.address import is_url
+from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
+from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
+from text2sql_dspy.programs.retrieval.schema_view import (
+    DEFAULT_FACTS_BUDGET,
+    DEFAULT_SCHEMA_BUDGET,
+    SchemaView,
+    estimated_tokens,
+    schema_view,
+)
+from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "verifier"})  # copies of a program share these
@@ -136,7 +139,7 @@ class Text2SQLProgram(dspy.Module):
         start = time.perf_counter()
         lm = self.lm
         with dspy.context(lm=lm, adapter=dspy.settings.adapter or StablePrefixAdapter()), metered() as usage:
-            answer = self.answer(question, source, " ".join(str(hint or "").split()), render_history(history))
+            answer = self.answer(question, source, " ".join(str(hint or "").split()), History.of(history))
         metrics = answer.metrics.model_copy(update={
             "lm_calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "cost_usd": usage.cost_usd, "by_model": usage.by_model_dict(), "latency_s": time.perf_counter() - start,
@@ -185,9 +188,9 @@ class Text2SQLProgram(dspy.Module):
         """A thread of follow-up questions over ``db_path`` (default: the program's database)."""
         return Conversation(self, db_path)
 
-    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> Answer:
+    def answer(self, question: str, source: DataSource, hint: str = "", history: History = History()) -> Answer:
         """Subclasses: the answer (its metrics' usage and latency are filled in by :meth:`forward`); ``history`` is
-        the conversation's earlier turns as text (:func:`~..conversation.render_history`)."""
+        the conversation's earlier turns (:class:`~..conversation.History`)."""
         raise NotImplementedError
 
 

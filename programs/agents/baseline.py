@@ -9,6 +9,7 @@ import dspy
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
+from text2sql_dspy.programs.conversation import History
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL
@@ -21,8 +22,8 @@ class Baseline(Text2SQLProgram):
         super().__init__(*args, **kwargs)
         self.draft = dspy.Predict(DraftSQL)
 
-    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> Answer:
-        view = self.schema(source, question, hint, history)
+    def answer(self, question: str, source: DataSource, hint: str = "", history: History = History()) -> Answer:
+        view = self.schema(source, question, hint, history.text)
         draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text, facts=view.facts)
         steps = [Step(kind="draft", sql=draft.sql, note=draft.error or f"confidence {draft.confidence:.2f}")]
         if not draft.sql:

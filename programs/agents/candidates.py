@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from text2sql_dspy.programs.agents.drafting import Draft
 from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.query.results import ExecutionFacts
 from text2sql_dspy.programs.query.findings import LINTS, Kind
-from text2sql_dspy.programs.query.results import same_result
+from text2sql_dspy.programs.query.results import ExecutionFacts, same_result
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
 

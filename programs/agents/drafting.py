@@ -12,14 +12,17 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.agents.recovery import predict_or_error
-from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.llm.factory import logprob_config, supports_seed
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import (
-    field_tokens, lowest_token_probability, mean_token_probability, reply_tokens,
+    field_tokens,
+    lowest_token_probability,
+    mean_token_probability,
+    reply_tokens,
 )
 from text2sql_dspy.programs.progress import emit
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.source import DataSource
 
 __all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql"]
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.llm.factory import logprob_config
-from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.agents.thresholds import LOW_SCORE
-from text2sql_dspy.programs.progress import emit
+from text2sql_dspy.programs.llm.factory import logprob_config
+from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_of_true, reply_tokens
+from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
 __all__ = ["JUDGE_MAX_TOKENS", "judge_sql"]

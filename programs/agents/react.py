@@ -24,19 +24,29 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram, built_lm
 from text2sql_dspy.programs.agents.candidates import (
-    SYMPTOMS, UNSURE_MARGIN, Candidate, choice_score, close_readings, combined_confidence, group_by_result,
-    judged_score, majority_settled, repair_hints,
+    SYMPTOMS,
+    UNSURE_MARGIN,
+    Candidate,
+    choice_score,
+    close_readings,
+    combined_confidence,
+    group_by_result,
+    judged_score,
+    majority_settled,
+    repair_hints,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
+from text2sql_dspy.programs.conversation import History, standalone_question
 from text2sql_dspy.programs.query.describe import describe_query
+from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.findings import LINTS
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.signatures import DraftSQL, JudgeSQL
+from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
 
 __all__ = ["ReActAgent", "ReActAgentV2"]
 
@@ -78,6 +88,7 @@ class ReActAgent(Text2SQLProgram):
         self._judge_lm = judge_lm
         self._max_repair_steps = max_repair_steps
         self.draft = dspy.Predict(DraftSQL)
+        self.edit = dspy.Predict(EditSQL)  # a follow-up: the query before it, changed
         self.judge = dspy.Predict(JudgeSQL) if judge else None
         self.repair = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
 
@@ -103,10 +114,11 @@ class ReActAgent(Text2SQLProgram):
 
         return 0 if is_embedded_model(self.lm) else DEFAULT_REPAIR_STEPS
 
-    def answer(self, question: str, source: DataSource, hint: str = "", history: str = "") -> Answer:
-        view = self.schema(source, question, hint, history)
-        record = Record(question, source, self.limits, self._judge(hint, history), tables=list(view.tables))
-        pool, drafts = self._drafts(record, view)
+    def answer(self, question: str, source: DataSource, hint: str = "", history: History = History()) -> Answer:
+        view = self.schema(source, question, hint, history.text)
+        record = Record(question, source, self.limits, self._judge(hint, history.text), tables=list(view.tables),
+                        previous=history.previous)
+        pool, drafts = self._drafts(record, view, hint, history)
         valid = [c for c in pool.values() if c.valid]
         if pool and not valid:
             redraft = self._redraft(record, view, next(iter(pool.values())), pool)
@@ -137,7 +149,11 @@ class ReActAgent(Text2SQLProgram):
         return partial(_in_context, judge, history, hint) if hint or history else judge
 
     def _draft(self, record: Record, view: SchemaView, kind: str = "draft", **options: Any) -> Draft:
-        draft = draft_sql(self.draft, self.lm, source=record.source, question=record.question,
+        """A draft of the question's query; a follow-up's as the change of the query before it (``EditSQL``)."""
+        predictor = self.edit if record.previous else self.draft
+        if record.previous:
+            options["previous_sql"] = record.previous
+        draft = draft_sql(predictor, self.lm, source=record.source, question=record.question,
                           table_schemas=view.text, facts=view.facts, **options)
         record.step(kind, draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
         record.drafts.setdefault(draft.sql, draft)
@@ -145,9 +161,11 @@ class ReActAgent(Text2SQLProgram):
             record.draft_confidence = draft.confidence
         return draft
 
-    def _drafts(self, record: Record, view: SchemaView) -> tuple[dict[str, Candidate], int]:
+    def _drafts(self, record: Record, view: SchemaView, hint: str = "", history: History = History()
+                ) -> tuple[dict[str, Candidate], int]:
         """The greedy draft and, when it is unsure (V2), samples until the majority result is settled: the
-        distinct queries, each checked once and carrying its drafts' votes; and how many drafts were written."""
+        distinct queries, each checked once and carrying its drafts' votes; and how many drafts were written. A
+        follow-up's second reading is the question rewritten to stand alone, drafted afresh."""
         pool: dict[str, Candidate] = {}
         drafts = 0
         for seed in range(self.candidates):
@@ -155,8 +173,11 @@ class ReActAgent(Text2SQLProgram):
                 break
             if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
                 break  # adaptive consistency: no further sample could change the majority result
-            options = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
-            draft = self._draft(record, view, "sample" if seed else "draft", **options)
+            if seed == 1 and history.turns:
+                draft = self._standalone(record, hint, history)
+            else:
+                options = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
+                draft = self._draft(record, view, "sample" if seed else "draft", **options)
             drafts += 1
             if not draft.sql:
                 continue
@@ -166,6 +187,17 @@ class ReActAgent(Text2SQLProgram):
             else:
                 pool[draft.sql] = Candidate(draft, record.check(draft.sql))
         return pool, drafts
+
+    def _standalone(self, record: Record, hint: str, history: History) -> Draft:
+        """The follow-up rewritten to stand alone (one small call), then drafted as a first question would be."""
+        question = standalone_question(record.question, list(history.turns), self.lm)
+        record.step("rewrite", note=question)
+        view = self.schema(record.source, question, hint)
+        draft = draft_sql(self.draft, self.lm, source=record.source, question=question, table_schemas=view.text,
+                          facts=view.facts)
+        record.step("standalone", draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
+        record.drafts.setdefault(draft.sql, draft)
+        return draft
 
     def _unsure(self, record: Record, first: Candidate) -> bool:
         """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft
@@ -267,8 +299,11 @@ class ReActAgent(Text2SQLProgram):
         readings = record.readings(sql, alternatives)
         by_sql = {r.sql: r for r in readings}
         confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
+        explanation = describe_query(sql, record.source.dialect)
+        if record.previous and (changed := changes(record.previous, sql, record.source.dialect)):
+            explanation = f"{explanation} Against the query before: {changed}."
         return Answer(
-            question=record.question, sql=sql, explanation=describe_query(sql, record.source.dialect),
+            question=record.question, sql=sql, explanation=explanation,
             status=Status.UNSURE if len(alternatives) >= 2 else Status.ANSWERED, reason=reason,
             confidence=confidence, judge_score=judge_score,
             drafts=drafts, agreement=agreement, tables=record.tables, readings=readings,

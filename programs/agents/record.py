@@ -20,8 +20,8 @@ from text2sql_dspy.programs.answer import Preview, Reading, Step
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.query.difference import differences
-from text2sql_dspy.programs.query.results import ExecutionFacts, facts_of
 from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.results import ExecutionFacts, facts_of
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import LLMJudgeOutput
@@ -50,6 +50,7 @@ class Record:
     source: DataSource
     limits: Limits
     judge: Judge | None = None  # None: V1, structural checks only
+    previous: str = ""  # in a conversation, the query of the turn this question follows up on
     checks: dict[str, ValidationResult] = field(default_factory=dict)  # cleaned query -> its validation, in order
     runs: dict[str, QueryResult] = field(default_factory=dict)
     verdicts: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, verdict), in call order
@@ -75,7 +76,7 @@ class Record:
         if len(self.checks) >= self.limits.max_validation_attempts:
             return None
         emit("checking", sql=sql)
-        result = self.source.validator.validate(sql, question=self.question)
+        result = self.source.validator.validate(sql, question=self.question, previous=self.previous)
         self.keep(result, sql)
         self.step("check", sql, result.render())
         return result

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.store import ExampleStore
 

@@ -19,8 +19,8 @@ from text2sql_dspy.programs.agents.record import Record
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
-from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.signatures import DraftSQL, LLMJudgeOutput
@@ -180,7 +180,7 @@ def bound_tools(agent: dspy.ReAct, record: Record, retrieval_type: str) -> dict[
                 return Observation(Refusal("Validation limit reached. Call finish with your best valid query."))
             left["validations"] -= 1
             emit("checking", sql=sql)
-            known[sql] = source.validator.validate(sql, question=question)
+            known[sql] = source.validator.validate(sql, question=question, previous=record.previous)
         return Observation(known[sql])
 
     def judge(query: str) -> Observation:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["differences"]
+__all__ = ["changes", "differences"]
 
 
 def differences(sql_a: str, sql_b: str, dialect: str = "sqlite") -> tuple[list[str], list[str]]:
@@ -68,3 +68,31 @@ def _sql(node: exp.Expression | None, dialect: str) -> str:
     unqualified = node.copy().transform(  # T1.name and name read the same in words
         lambda n: exp.column(n.this) if isinstance(n, exp.Column) and isinstance(n.this, exp.Identifier) else n)
     return unqualified.sql(dialect=dialect)
+
+
+def changes(previous: str, sql: str, dialect: str = "sqlite") -> str:
+    """What a follow-up's query keeps and changes of the query it follows up on, in one line: ``kept: year = 2019;
+    added: type = 'Meeting'``; "" when either does not parse or nothing is kept (a new question)."""
+    before, after = parts(previous, dialect), parts(sql, dialect)
+    if not before or not after:
+        return ""
+    filters = ("keeps rows where ", "keeps groups where ")
+    kept = [p for p in before if p in after and p.startswith(filters)]
+    added = [p for p in after if p not in before and p.startswith(filters)]
+    removed = [p for p in before if p not in after and p.startswith(filters)]
+    shows = [p.removeprefix("returns ") for p in after if p.startswith("returns ")]
+    if not kept and not set(before) & set(after):
+        return ""
+    said = [f"kept: {', '.join(_plain(p) for p in kept)}" if kept else "",
+            f"added: {', '.join(_plain(p) for p in added)}" if added else "",
+            f"dropped: {', '.join(_plain(p) for p in removed)}" if removed else "",
+            f"returns: {', '.join(shows)}" if shows != [p.removeprefix("returns ") for p in before
+                                                      if p.startswith("returns ")] else ""]
+    return "; ".join(s for s in said if s)
+
+
+def _plain(part: str) -> str:
+    for lead in ("keeps rows where ", "keeps groups where "):
+        if part.startswith(lead):
+            return part[len(lead):]
+    return part

@@ -158,6 +158,7 @@ class AnswerView:
     chart: Chart | None
     conversation: str = ""  # the id a follow-up sends
     earlier: tuple = ()  # the conversation's turns (:class:`~...conversation.Turn`) the answer was shown
+    position: int | None = None  # where the answer stands in its conversation's turns (None: it joined none)
 
     @property
     def turn(self) -> int:

@@ -81,6 +81,8 @@ async def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
     stored = saved.example
     if entry is not None:
         entry.saved.append(stored.id)
+        if entry.question.question == body.question:
+            service.correct(entry.job, body.sql)  # later follow-ups build on what the user confirmed
     return {"id": stored.id, "outcome": saved.outcome, "db": db, "question": stored.question, "sql": stored.sql,
             "origin": stored.origin, "checked": stored.checked}
 

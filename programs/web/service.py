@@ -232,7 +232,26 @@ class Service:
         job.emit("showing")
         view = build_answer(question.db, question.program, answer, self.source(question.db))
         view.conversation, view.earlier = thread.id, earlier
+        view.position = len(thread.turns) - 1 if answer.sql else None
         return view
+
+    def correct(self, job: Job, sql: str) -> None:
+        """The user confirmed or corrected ``job``'s answer with ``sql``: later follow-ups in its conversation build
+        on that, not on what the program answered (a turn the program left unanswered joins with it)."""
+        view = job.result
+        if not isinstance(view, AnswerView) or not view.conversation:
+            return
+        with self._threads_lock:
+            thread = self._threads.get(view.conversation)
+        if thread is None:
+            return  # the conversation is gone: there is nothing to build on
+        turn = Turn(question=view.question, sql=sql)
+        with self._threads_lock:
+            if view.position is None:
+                thread.turns.append(turn)
+                view.position = len(thread.turns) - 1
+            elif thread.turns[view.position].sql != sql:
+                thread.turns[view.position] = turn
 
     @property
     def store(self) -> ExampleStore:
