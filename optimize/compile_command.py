@@ -1,6 +1,6 @@
 """Compile a program with a DSPy optimizer and save it for ``--program PATH``: ``text2sql compile``.
 
-    text2sql compile --program v2 --optimizer bootstrap --metric judge+execution \\
+    text2sql compile --program v2 --optimizer bootstrap --metric verifier+execution \\
         --train-split train --dev-split dev --out compiled/v2-bootstrap.json
 
 ``python -m optimize`` runs the same from the repository root.
@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-learn", action="store_true", help="do not put the training split into the store")
     parser.add_argument("--k-examples", type=non_negative_int, default=DEFAULT_K, help="stored pairs shown per question")
     parser.add_argument(
-        "--metric", default="judge+execution",
-        help=f"metric: {', '.join(SCORERS)}, or several joined by '+' (default: judge+execution)",
+        "--metric", default="verifier+execution",
+        help=f"metric: {', '.join(SCORERS)}, or several joined by '+' (default: verifier+execution)",
     )
     parser.add_argument("--data", default=str(BUNDLED_DATA), help="Spider-format folder (default: the bundled data/)")
     parser.add_argument("--train-split", default="train")

@@ -6,10 +6,12 @@ Scorers, each giving a score in [0, 1] and feedback lines:
   (as lists when the gold query orders its output), column order ignored as in Spider's test-suite
   evaluation. :class:`ExecutionComparison` also reports a
   relaxed match, for reports only: the same rows when one side selects extra columns.
+* ``verifier``: reference-free, no model call: the shipped verifier's probability that the answer's query is right
+  (``programs/agents/verifier.py``), with the findings of its lints as feedback.
 * ``judge``: the V2 agent's judge, reference-free (question, query, and what the query returned).
 * ``judge-gold``: the judge-reward judge, the query against the gold SQL.
 
-Names combine with ``+`` (``judge+execution``), the scores averaged. A :class:`Metric` follows
+Names combine with ``+`` (``verifier+execution``), the scores averaged. A :class:`Metric` follows
 the optimizers' conventions: a float when ``trace`` is None, a bool (score >= threshold) when
 bootstrapping, and ``dspy.Prediction(score, feedback)`` for GEPA's five-argument calls.
 """
@@ -28,6 +30,7 @@ from text2sql_dspy.programs.query.results import columns_subset_match, is_ordere
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
+from text2sql_dspy.programs.agents.verifier import load_verifier
 from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.signatures import JudgeAgainstReference, JudgeSQL
@@ -231,7 +234,22 @@ class Metric:
         return replace(self, always_feedback=True)
 
 
-SCORERS = ("execution", "judge", "judge-gold")
+SCORERS = ("execution", "verifier", "judge", "judge-gold")
+
+
+def score_verifier(example: Any, pred: Any) -> Score:
+    """The verifier's probability that the predicted answer is right: of its chosen reading, which the program ran
+    (a query it did not run, or none, scores 0), from what the program recorded, without a gold query."""
+    verifier = load_verifier()
+    answer = pred.get("answer") if hasattr(pred, "get") else getattr(pred, "answer", None)
+    chosen = answer.chosen if answer is not None else None
+    if verifier is None:
+        raise ConfigurationError("the 'verifier' metric needs the verifier shipped in the package; reinstall it.")
+    if chosen is None or chosen.preview is None or not answer.sql:
+        return Score(0.0, ["The program returned no query that ran."])
+    groups = max(1, sum(1 for r in answer.readings if r.preview is not None))
+    p = verifier.probability(chosen, answer.question, drafts=answer.drafts, groups=groups)
+    return Score(p, [f"Verifier: P(right) {p:.2f}."] + [f"Check: {f.message}" for f in answer.noted])
 
 
 def make_metric(name: str, *, judge_model: Any = None, threshold: float = DEFAULT_THRESHOLD) -> Metric:
@@ -245,7 +263,8 @@ def make_metric(name: str, *, judge_model: Any = None, threshold: float = DEFAUL
     if unknown or not parts:
         raise ConfigurationError(f"unknown metric {name!r}: use {', '.join(SCORERS)}, or several joined by '+'.")
     lm = judge_lm(judge_model) if any(p.startswith("judge") for p in parts) else None
-    build = {"execution": lambda: score_execution, "judge": lambda: JudgeScorer(lm), "judge-gold": lambda: ReferenceJudgeScorer(lm)}
+    build = {"execution": lambda: score_execution, "verifier": lambda: score_verifier, "judge": lambda: JudgeScorer(lm),
+             "judge-gold": lambda: ReferenceJudgeScorer(lm)}
     return Metric(name, tuple(build[p]() for p in parts), threshold)
 
 
