@@ -116,7 +116,7 @@ def test_a_saved_calibration_applies_to_its_database_program_and_model_only(tiny
     with dspy.context(lm=lm):
         answer = program.run("How many users are there?")
     assert answer.calibrated and answer.sure and answer.confidence == pytest.approx(1 / (1 + np.exp(-1.0)))
-    assert answer.confidence_line.startswith(f"chance right {answer.confidence:.2f} (calibrated on 40 verified")
+    assert answer.confidence_line.startswith(f"likely right ({answer.confidence:.2f}; calibrated on 40 verified")
 
     compiled = program.deepcopy()  # tuned prompts: another program, whose answers the plain one's map does not fit
     compiled.draft.demos = [dspy.Example(question="How many users?", sql="SELECT count(*) FROM users")]

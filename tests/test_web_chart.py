@@ -60,13 +60,11 @@ def test_anything_else_is_just_the_table(columns: list[str], rows: list[tuple]) 
 @pytest.mark.parametrize(
     ("confidence", "calibration", "words"),
     [
-        (0.9, {}, "likely right"),  # uncalibrated: the score against the agents' bars
+        (0.9, {}, "likely right"),  # no verdict of its own: the score against the agents' bars
         (0.5, {}, "check this"),
-        (0.1, {}, "probably wrong: check it carefully"),
-        (0.95, {"calibrated": True, "sure": False}, "check this"),  # calibrated: "likely right" only when sure
-        (0.8, {"calibrated": True, "sure": True}, "likely right"),
-        (0.5, {"calibrated": True}, "check this"),
-        (0.4, {"calibrated": True}, "probably wrong: check it carefully"),
+        (0.1, {}, "likely wrong"),
+        (0.95, {"verdict": "check this"}, "check this"),  # the answer's own verdict, whatever the number
+        (0.4, {"verdict": "likely wrong"}, "likely wrong"),
     ],
 )
 def test_confidence_in_words(confidence: float, calibration: dict, words: str) -> None:
