@@ -330,6 +330,8 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
     assert len(browser.find_elements(By.CSS_SELECTOR, "#answers .thread")) == 1  # one conversation, shown as one
     assert second.get_attribute("data-conversation") == first.get_attribute("data-conversation")
     assert second.get_attribute("data-sql") == NAMES and "follow-up 1" in second.text
+    said = second.find_element(By.CSS_SELECTOR, ".explanation").text  # what the follow-up kept of the query before
+    assert "kept: status = 'suspended'" in said and "returns: email" in said
     assert not first.find_element(By.CSS_SELECTOR, "form.follow-up").is_displayed()  # it goes on under the latest
     second.find_element(By.CSS_SELECTOR, "button.right").click()
     status = WebDriverWait(browser, 60).until(
@@ -341,3 +343,30 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
 
     pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
     assert [(p.question, p.sql) for p in pairs] == [(STANDS_ALONE, NAMES)]
+
+
+def test_a_wrong_answer_reads_likely_wrong_with_its_finding_in_a_real_browser(tiny_db: Path, tmp_path: Path,
+                                                                            browser) -> None:  # noqa: ANN001
+    from dspy.utils import DummyLM
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.fakes import draft
+    from tests.test_verifier import verifier
+    from text2sql_dspy.programs.web.service import ServeConfig, Service
+
+    limited = "SELECT email FROM users LIMIT 1"  # the question asks for all of them
+    config = ServeConfig(databases={"tiny": str(tiny_db)}, program="v2", examples_path=tmp_path / "examples.sqlite")
+    service = Service(config, lm=DummyLM([draft(limited)] * 10), program_options={"verifier": verifier(0.2, 0.1)})
+    with served(service) as url:
+        browser.get(url + "/")
+        browser.find_element(By.ID, "question").send_keys("List the emails of all users.")
+        browser.find_element(By.ID, "ask-button").click()
+        answer = WebDriverWait(browser, 60).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+        badge = answer.find_element(By.CSS_SELECTOR, ".verdict .badge")
+        assert badge.text == "likely wrong" and "bad" in badge.get_attribute("class")
+        assert "likely wrong (0.10; estimated from public benchmarks" in answer.find_element(
+            By.CSS_SELECTOR, ".verdict .confidence").text
+        checks = [c.text for c in answer.find_elements(By.CSS_SELECTOR, "p.finding")]
+        assert any("LIMIT 1 keeps only some of the rows" in c for c in checks)
