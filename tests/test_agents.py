@@ -444,3 +444,32 @@ def test_one_program_answers_eight_threads_at_once_and_nothing_on_it_changes(tin
     assert {q: a.sql for q, a in answers.items()} == questions  # each thread got its own answer
     assert all(a.judge_score == pytest.approx(0.9) and a.metrics.lm_calls == 2 for a in answers.values())
     assert attributes() == before and program.dump_state() == state
+
+
+SUSPENDED_EMAILS = "SELECT email FROM users WHERE status = 'suspended'"
+EARLIER = [{"question": "How many users are suspended?", "sql": GOOD_SQL, "result": "1 row: count(*)"}]
+
+
+def test_a_follow_up_is_drafted_as_a_change_of_the_query_before_it(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(SUSPENDED_EMAILS, 0.97), scripted_verdict(0.9)])
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("Which ones?", history=EARLIER)
+    edit = prompt_of(lm, 0)
+    assert f"[[ ## previous_sql ## ]]\n{GOOD_SQL}" in edit and "Change the previous query" in edit
+    assert answer.sql == SUSPENDED_EMAILS
+    assert answer.explanation.endswith("Against the query before: kept: status = 'suspended'; returns: email.")
+
+
+def test_an_unsure_follow_ups_second_reading_stands_alone(tiny_db: Path, tiny_schemas: Path) -> None:
+    everyone = "SELECT email FROM users"  # the edit drops the filter; the question rewritten keeps it
+    lm = logprob_lm([scripted_draft(everyone, 0.6), Scripted({"question": "Which users are suspended?"}),
+                     scripted_draft(SUSPENDED_EMAILS, 0.6), scripted_draft(SUSPENDED_EMAILS, 0.6),
+                     scripted_verdict(0.9), scripted_verdict(0.2)])
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("Which of them?", history=EARLIER)
+    assert [k for k in kinds(answer) if k in ("draft", "rewrite", "standalone", "sample")] == [
+        "draft", "rewrite", "standalone", "sample"]
+    standalone = prompt_of(lm, 2)  # drafted as a first question: no query to change, no conversation
+    assert "Which users are suspended?" in standalone and "previous_sql" not in standalone
+    assert "Earlier in this conversation" not in standalone
+    dropped = next(r for r in answer.readings if r.sql == everyone)
+    assert [f.kind for f in dropped.findings if f.kind == "dropped filter"]  # the edit lost the earlier filter
+    assert answer.sql == SUSPENDED_EMAILS
