@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import threading
 import time
 from dataclasses import replace
@@ -30,7 +31,6 @@ from text2sql_dspy.programs.catalog.values import render_matches, schema_words, 
 from text2sql_dspy.programs.conversation import Conversation, History
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
@@ -46,7 +46,8 @@ from text2sql_dspy.programs.usage import metered
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "verifier"})  # copies of a program share these
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
-_BUILT: dict[tuple[str, str], dspy.LM] = {}  # (model name, role) -> the LM built for it, one per process
+_BUILT: dict[tuple, dspy.LM] = {}  # (model name, role, its settings) -> the LM built for it, one per process
+MODEL_SETTINGS = ("TEXT2SQL_", "LLM_", "ANTHROPIC_", "OPENAI_")  # environment variables an LM is built from
 _BUILDING = threading.Lock()
 
 
@@ -128,7 +129,7 @@ class Text2SQLProgram(dspy.Module):
         notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
         facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
                                pairs=pairs, budget_tokens=self.facts_budget)
-        text = with_notes(view.text, notes, pairs=bool(pairs)) if self.selector is not None else view.text
+        text = with_notes(view.text, notes, pairs=bool(pairs)) if notes or pairs else view.text
         return replace(view, text=text, facts=facts)
 
     def forward(self, question: str, db_path: str | None = None, hint: str = "", history: Any = None) -> dspy.Prediction:
@@ -151,7 +152,7 @@ class Text2SQLProgram(dspy.Module):
         """With a calibration saved for this database, program and model (``text2sql calibrate``), the answer whose
         ``confidence`` is the probability that it is right (the program's own score kept as ``raw_confidence``);
         else the answer as it is."""
-        calibration = load_calibration(database_key(source), self.calibration_name(), lm_name(lm))
+        calibration = load_calibration(source.store_key, self.calibration_name(), lm_name(lm))
         if calibration is None:
             return self.estimated(answer)
         probability = calibration.probability(answer)
@@ -199,10 +200,12 @@ def built_lm(model_id: str | None, role: str = "agent") -> dspy.LM:
     and shared by every program and thread that asks for it."""
     from text2sql_dspy.programs.llm.factory import build_lm, resolve_model_name
 
-    key = (resolve_model_name(model_id, role=role), role)
+    name = resolve_model_name(model_id, role=role)
+    settings = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(MODEL_SETTINGS)))
+    key = (name, role, settings)  # the environment says where a served model is, and how to reach it
     with _BUILDING:
         if key not in _BUILT:
-            _BUILT[key] = build_lm(key[0], role=role)
+            _BUILT[key] = build_lm(name, role=role)
         return _BUILT[key]
 
 
@@ -243,5 +246,5 @@ def question_facts(
     index = value_index(source) if values else None
     if index is not None:
         matches = render_matches(index.lookup(question, tables=tables, names=schema_words(source.catalog)))
-    shown = render_pairs(pairs or [], budget_tokens - (estimated_tokens(matches) if matches else 0))
+    shown = render_pairs(pairs, budget_tokens - (estimated_tokens(matches) if matches else 0)) if pairs else ""
     return "\n".join(part for part in (history, shown, f"Hint: {hint}" if hint else "", matches) if part)

@@ -115,9 +115,9 @@ class ReActAgent(Text2SQLProgram):
         return 0 if is_embedded_model(self.lm) else DEFAULT_REPAIR_STEPS
 
     def answer(self, question: str, source: DataSource, hint: str = "", history: History = History()) -> Answer:
+        judge = self._judge(hint, history.text)  # a misconfigured judge fails before any work
         view = self.schema(source, question, hint, history.text)
-        record = Record(question, source, self.limits, self._judge(hint, history.text), tables=list(view.tables),
-                        previous=history.previous)
+        record = Record(question, source, self.limits, judge, tables=list(view.tables), previous=history.previous)
         pool, drafts = self._drafts(record, view, hint, history)
         valid = [c for c in pool.values() if c.valid]
         if pool and not valid:
