@@ -86,6 +86,8 @@ class Reading(BaseModel):
     confidence: float | None = None  # the first draft that wrote it: its tokens' geometric-mean probability
     weakest: float | None = None  # ... and its least likely token's probability (None: the LM gives none)
     tokens: int = 0  # ... and how many tokens its SQL took
+    doubts: int = 0  # ... and how many of them it wrote with a probability under 0.5
+    margin: float | None = None  # ... and its narrowest lead of a written token over the likeliest other
     judge_score: float | None = None
     preview: Preview | None = None  # None: not run
     difference: list[str] = Field(default_factory=list)  # when unsure: what this reading does that the other does not

@@ -15,9 +15,11 @@ from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.llm.factory import logprob_config, supports_seed
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import (
+    doubtful_tokens,
     field_tokens,
     lowest_token_probability,
     mean_token_probability,
+    narrowest_margin,
     reply_tokens,
 )
 from text2sql_dspy.programs.progress import emit
@@ -42,6 +44,8 @@ class Draft:
     error: str | None = None
     weakest: float | None = None
     tokens: int = 0
+    doubts: int = 0  # tokens written with a probability under 0.5
+    margin: float | None = None  # the smallest lead of a written token over the likeliest other
 
 
 def draft_sql(
@@ -78,4 +82,5 @@ def draft_sql(
     tokens = field_tokens(reply_tokens(pred.get("logprobs")), "sql")
     confidence = mean_token_probability(tokens)
     return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL",
-                 weakest=lowest_token_probability(tokens), tokens=len(tokens))
+                 weakest=lowest_token_probability(tokens), tokens=len(tokens), doubts=doubtful_tokens(tokens),
+                 margin=narrowest_margin(tokens))

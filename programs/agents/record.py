@@ -139,7 +139,8 @@ class Record:
         return Reading(
             sql=sql, chosen=chosen, votes=self.votes.get(sql, 1) if votes is None else votes, valid=check.valid,
             confidence=None if draft is None else draft.confidence, weakest=None if draft is None else draft.weakest,
-            tokens=0 if draft is None else draft.tokens, findings=list(check.findings),
+            tokens=0 if draft is None else draft.tokens, doubts=0 if draft is None else draft.doubts,
+            margin=None if draft is None else draft.margin, findings=list(check.findings),
             judge_score=None if verdict is None else verdict.correctness_score,
             preview=None if result is None else Preview.of(result),
         )

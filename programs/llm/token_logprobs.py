@@ -136,6 +136,25 @@ def lowest_token_probability(tokens: list[dict[str, Any]]) -> float | None:
     return float(np.exp(min(values))) if values else None
 
 
+def narrowest_margin(tokens: list[dict[str, Any]]) -> float | None:
+    """The smallest lead of a written token over the likeliest token not written (top alternatives), in probability;
+    None without alternatives."""
+    margins = []
+    for token in tokens:
+        if token.get("logprob") is None:
+            continue
+        written = str(token.get("token", ""))
+        others = [float(a["logprob"]) for a in token.get("top_logprobs") or [] if str(a.get("token", "")) != written
+                  and a.get("logprob") is not None]
+        margins.append(float(np.exp(token["logprob"])) - (float(np.exp(max(others))) if others else 0.0))
+    return min(margins) if margins else None
+
+
+def doubtful_tokens(tokens: list[dict[str, Any]], below: float = 0.5) -> int:
+    """How many of ``tokens`` the model wrote with a probability under ``below``."""
+    return sum(1 for t in tokens if t.get("logprob") is not None and float(np.exp(t["logprob"])) < below)
+
+
 def probability_of_true(tokens: list[dict[str, Any]]) -> float | None:
     """P(true) / (P(true) + P(false)) at the first token of a boolean field, from its top alternatives.
 
