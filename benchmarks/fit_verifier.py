@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = list(examples(args.files, args.data_root))
     early = [(q["early"], q["db"]) for q in questions if q["early"] is not None]
     full = [(row, q["db"]) for q in questions for row in q["full"]]
+    asked = [i for i, q in enumerate(questions) for _ in q["full"]]  # the question of each full row
     e_rows, e_right, e_dbs = [r for (r, _), _ in early], [y for (_, y), _ in early], [d for _, d in early]
     f_rows, f_right, f_dbs = [r for (r, _), _ in full], [y for (_, y), _ in full], [d for _, d in full]
     print(f"{len(questions)} questions from {len(set(e_dbs))} databases; early rows {len(e_rows)} "
@@ -110,17 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     judge_helps = gain >= JUDGE_GAIN
     names = FULL if judge_helps else without_judge
     chosen_oof = full_oof if judge_helps else plain_oof
-    sure = sure_threshold([float(p) for p in chosen_oof], f_right) or 1.01
-    wrong_below = sorted(zip(chosen_oof, f_right))
+    answers: dict[int, tuple[float, bool]] = {}  # each question's answer: its likeliest group, as V2 chooses
+    for i, (p, y) in zip(asked, zip(chosen_oof, f_right, strict=True), strict=True):
+        if i not in answers or p > answers[i][0]:
+            answers[i] = (float(p), y)
+    final = sorted(answers.values())
+    print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
+          f"{auc([p for p, _ in final], [y for _, y in final]):.3f}")
+    sure = sure_threshold([p for p, _ in final], [y for _, y in final]) or 1.01
     doubtful = 0.3
-    for p, _ in wrong_below:  # the highest cut-off below which at most 30% were right (at least 10 answers)
-        below = [y for q, y in wrong_below if q < p]
+    for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
+        below = [y for q, y in final if q < p]
         if len(below) >= 10 and sum(below) / len(below) <= 0.3:
-            doubtful = float(p)
+            doubtful = p
     early_sure = sure_threshold([float(p) for p in early_oof], e_right) or 1.01
-    kept = [(p >= sure, y) for p, y in zip(chosen_oof, f_right)]
-    print(f"sure at {sure:.3f} (full: {sum(1 for s, _ in kept if s)} answers, "
-          f"{sum(1 for s, y in kept if s and y)} right); early sure at {early_sure:.3f}; doubtful below {doubtful:.3f}")
+    kept = [y for p, y in final if p >= sure]
+    print(f"sure at {sure:.3f} ({len(kept)} answers, {sum(kept)} right); early sure at {early_sure:.3f}; "
+          f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")
     verifier = Verifier(fit_model(e_rows, e_right, EARLY), fit_model(f_rows, f_right, names), sure, doubtful,
                         judge_helps, fitted_on=", ".join(str(f.name) for f in args.files), early_sure=early_sure)
     args.out.write_text(json.dumps(verifier.to_json(), indent=1) + "\n")
