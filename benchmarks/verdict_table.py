@@ -1,0 +1,99 @@
+#!/usr/bin/env python
+"""The figures of "knowing when an answer is wrong" for two ``text2sql evaluate`` runs of one program on the same
+questions: accuracy with a sign test, the confidence's ROC AUC and ECE, how many answers read "likely right" and
+how many of those are right, median latency, answers that are no query or do not run, and for conversations the
+first-turn, later-turn and interaction figures (also with other columns allowed).
+
+    python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--sure 0.945]
+
+Records of either record shape are read (``query`` or ``sql``; metrics at the top or under ``metrics``). "Likely
+right" is the answer's own ``verdict`` where it has one, else a confidence at or above ``--sure``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from text2sql_dspy.optimize.report import paired_comparison, roc_auc
+from text2sql_dspy.programs.calibration import expected_calibration_error
+
+
+def records(run: Path, program: str) -> list[dict]:
+    found = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
+    rows = sorted((r for r in found if r["program"] == program), key=lambda r: r["index"])
+    for r in rows:
+        r["key"] = (r.get("interaction"), r.get("turn"), r["question"])
+    return rows
+
+
+def latency(r: dict) -> float:
+    return float((r.get("metrics") or {}).get("latency_s") or r.get("latency_s") or 0.0)
+
+
+def sql_of(r: dict) -> str:
+    return r.get("sql") if "sql" in r else r.get("query") or ""
+
+
+def likely_right(r: dict, sure: float) -> bool:
+    return r.get("verdict") == "likely right" if "verdict" in r else float(r.get("confidence") or 0) >= sure
+
+
+def figures(rows: list[dict], sure: float) -> dict:
+    n = len(rows)
+    pairs = [(float(r.get("confidence") or 0.0), bool(r["correct"])) for r in rows]
+    marked = [r for r in rows if likely_right(r, sure)]
+    out = {
+        "questions": n, "right": sum(r["correct"] for r in rows),
+        "accuracy": sum(r["correct"] for r in rows) / n,
+        "confidence AUC": roc_auc(pairs), "confidence ECE": expected_calibration_error(pairs),
+        "likely right": len(marked), "likely right, right": sum(r["correct"] for r in marked),
+        "median latency s": statistics.median(latency(r) for r in rows),
+        "no query or not running": sum(1 for r in rows if not sql_of(r) or not r.get("executes")),
+    }
+    turns = [r for r in rows if r.get("turn") is not None]
+    if turns:
+        by_conversation: dict = {}
+        for r in turns:
+            by_conversation.setdefault(r["interaction"], []).append(bool(r["correct"]))
+        first, later = [r for r in turns if r["turn"] == 0], [r for r in turns if r["turn"] > 0]
+        out.update({
+            "first turns": sum(r["correct"] for r in first) / len(first),
+            "later turns": sum(r["correct"] for r in later) / len(later),
+            "later turns, other columns allowed": sum(bool(r.get("correct_relaxed")) for r in later) / len(later),
+            "every turn right": sum(all(c) for c in by_conversation.values()) / len(by_conversation),
+            "follow-up latency / first": statistics.median(latency(r) for r in later)
+            / statistics.median(latency(r) for r in first),
+        })
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--program", default="v2")
+    parser.add_argument("--sure", type=float, default=0.9, help="'likely right' for records without a verdict")
+    args = parser.parse_args(argv)
+    before, after = records(args.before, args.program), records(args.after, args.program)
+    a, b = figures(before, args.sure), figures(after, args.sure)
+    print(f"{'figure':40s} {args.before.name:>14s} {args.after.name:>14s}")
+    for key in a:
+        x, y = a[key], b.get(key)
+        shown = [f"{v:14.3f}" if isinstance(v, float) else f"{'n/a' if v is None else v:>14}" for v in (x, y)]
+        print(f"{key:40s} {shown[0]} {shown[1]}")
+    print(f"median latency ratio (after / before): {b['median latency s'] / a['median latency s']:.2f}")
+    paired = paired_comparison(before, after, key="key")
+    print(f"paired on {paired['questions']} questions: {paired['gained']} gained, {paired['lost']} lost, "
+          f"sign test p = {paired['sign_test_p']:.3f}")
+    if any(r.get("turn") is not None for r in before):
+        for label, test in (("first turns", lambda r: r["turn"] == 0), ("later turns", lambda r: r["turn"] > 0)):
+            part = paired_comparison([r for r in before if test(r)], [r for r in after if test(r)], key="key")
+            print(f"  {label}: {part['gained']} gained, {part['lost']} lost, sign test p = {part['sign_test_p']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
