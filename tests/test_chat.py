@@ -91,7 +91,7 @@ def test_chat_in_a_real_terminal(tiny_db: Path, tmp_path: Path) -> None:
     try:
         wait_for("Ask a question about tiny")
         subprocess.run(["tmux", "send-keys", "-t", session, "How many users are suspended?", "Enter"], check=True)
-        wait_for("confidence")
+        wait_for("LM calls")  # the answer, with how sure it is and what it cost
         subprocess.run(["tmux", "send-keys", "-t", session, "Which ones?", "Enter"], check=True)
         wait_for("SELECT email FROM users")
         subprocess.run(["tmux", "send-keys", "-t", session, "Up"], check=True)  # readline: the last question again

@@ -169,8 +169,8 @@ class ReActAgent(Text2SQLProgram):
         pool: dict[str, Candidate] = {}
         drafts = 0
         for seed in range(self.candidates):
-            if seed and not (pool and self._unsure(record, next(iter(pool.values())))):
-                break
+            if seed == 1 and not (pool and self._unsure(record, next(iter(pool.values())))):
+                break  # no query drafted, or a first draft sure enough alone
             if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
                 break  # adaptive consistency: no further sample could change the majority result
             if seed == 1 and history.turns:
