@@ -166,7 +166,7 @@ class Text2SQLProgram(dspy.Module):
     def estimated(self, answer: Answer) -> Answer:
         """Without this database's calibration: ``answer`` with its confidence in words where the program's
         confidence is the shipped verifier's probability (its ``verifier``); else as it is."""
-        if self.verifier is None or not answer.sql:
+        if self.verifier is None or not answer.sql or answer.verdict:
             return answer
         return answer.model_copy(update={"verdict": self.verifier.words(answer.confidence), "basis": ESTIMATED})
 

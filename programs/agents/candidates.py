@@ -41,6 +41,7 @@ class Candidate:
     votes: int = 1
     verdict: LLMJudgeOutput | None = None
     p: float | None = None  # the verifier's probability that it is right, once asked
+    early: bool = False  # ``p`` is the early model's, from the first draft alone
 
     @property
     def sql(self) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.agents.base import Text2SQLProgram, built_lm
+from text2sql_dspy.programs.agents.base import ESTIMATED, Text2SQLProgram, built_lm
 from text2sql_dspy.programs.agents.candidates import (
     SYMPTOMS,
     UNSURE_MARGIN,
@@ -239,6 +239,7 @@ class ReActAgent(Text2SQLProgram):
                 if redraft.p > best.p:
                     best, alternatives = redraft, []
         record.step("choose", best.sql, f"{best.votes} of {drafts} drafts; P(right) {best.p:.2f}")
+        best.early = sure_alone
         return best, alternatives
 
     def _probability(self, record: Record, candidate: Candidate, drafts: int, groups: int) -> float:
@@ -299,13 +300,14 @@ class ReActAgent(Text2SQLProgram):
         readings = record.readings(sql, alternatives)
         by_sql = {r.sql: r for r in readings}
         confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
+        verdict = self.verifier.words(best.p, early=best.early) if best.p is not None else ""
         explanation = describe_query(sql, record.source.dialect)
         if record.previous and (changed := changes(record.previous, sql, record.source.dialect)):
             explanation = f"{explanation} Against the query before: {changed}."
         return Answer(
             question=record.question, sql=sql, explanation=explanation,
             status=Status.UNSURE if len(alternatives) >= 2 else Status.ANSWERED, reason=reason,
-            confidence=confidence, judge_score=judge_score,
+            confidence=confidence, judge_score=judge_score, verdict=verdict, basis=ESTIMATED if verdict else "",
             drafts=drafts, agreement=agreement, tables=record.tables, readings=readings,
             alternatives=[by_sql[q] for q in alternatives if q in by_sql], steps=record.steps, metrics=_metrics(record),
         )
