@@ -37,14 +37,19 @@ def sql_of(r: dict) -> str:
     return r.get("sql") if "sql" in r else r.get("query") or ""
 
 
-def likely_right(r: dict, sure: float) -> bool:
+def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
+    """The answer's verdict; with ``verifier`` (its JSON), read again from its confidence by today's rule: an answer
+    of one draft that the early model was sure of by that model's threshold, any other by the full model's."""
+    if verifier is not None and "steps" in r:
+        early = r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r["steps"])
+        return bool(r.get("sql")) and float(r.get("confidence") or 0) >= verifier["early_sure" if early else "sure"]
     return r.get("verdict") == "likely right" if "verdict" in r else float(r.get("confidence") or 0) >= sure
 
 
-def figures(rows: list[dict], sure: float) -> dict:
+def figures(rows: list[dict], sure: float, verifier: dict | None = None) -> dict:
     n = len(rows)
     pairs = [(float(r.get("confidence") or 0.0), bool(r["correct"])) for r in rows]
-    marked = [r for r in rows if likely_right(r, sure)]
+    marked = [r for r in rows if likely_right(r, sure, verifier)]
     out = {
         "questions": n, "right": sum(r["correct"] for r in rows),
         "accuracy": sum(r["correct"] for r in rows) / n,
@@ -76,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--program", default="v2")
     parser.add_argument("--sure", type=float, default=0.9, help="'likely right' for records without a verdict")
+    parser.add_argument("--verifier", type=Path, help="a verifier.json whose thresholds read each verdict again")
     args = parser.parse_args(argv)
     before, after = records(args.before, args.program), records(args.after, args.program)
-    a, b = figures(before, args.sure), figures(after, args.sure)
+    verifier = json.loads(args.verifier.read_text()) if args.verifier else None
+    a, b = figures(before, args.sure), figures(after, args.sure, verifier)
     print(f"{'figure':40s} {args.before.name:>14s} {args.after.name:>14s}")
     for key in a:
         x, y = a[key], b.get(key)
