@@ -98,7 +98,7 @@ def test_v2_through_the_server_gives_the_in_process_engines_answer(served_env: S
     # Greedy on the same weights: the same query. The prompts differ by the prefilled field marker (the embedded
     # engine's alone) and the server's default repeat_penalty 1.1 (1.0 in process), which a one-line count survives.
     assert canonical(served.sql) == canonical(local.sql)
-    assert served["judge_score"] == pytest.approx(local["judge_score"], abs=0.15)
+    assert served.judge_score == pytest.approx(local.judge_score, abs=0.15)
 
 
 def test_the_judge_scores_from_the_servers_token_probabilities(served_env: ServedModel) -> None:
@@ -157,7 +157,7 @@ def test_evaluate_with_four_threads_against_the_server_keeps_every_record_once(
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert sorted(r["index"] for r in records) == [0, 1, 2, 3]  # every question once
     assert not [r["error"] for r in records if "error" in r]
-    assert all(r["lm_calls"] >= 2 and r["by_model"][ROUTED]["prompt_tokens"] > 0 for r in records)
+    assert all(r["metrics"]["lm_calls"] >= 2 and r["metrics"]["by_model"][ROUTED]["prompt_tokens"] > 0 for r in records)
     assert sum(r["correct"] for r in records) >= 2
 
 
