@@ -23,6 +23,17 @@ def test_introspection_reads_keys_and_foreign_keys(tiny_db: Path) -> None:
     assert catalog.neighbours("users") == ["organizations", "login_attempts", "blocks"]
 
 
+def test_introspection_hides_sqlites_own_tables_only(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "names.sqlite"
+    with sqlite3.connect(db) as conn:  # AUTOINCREMENT makes SQLite's own sqlite_sequence
+        conn.execute("CREATE TABLE sqliteish (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT)")
+        conn.execute("CREATE TABLE sqlite1x (id INTEGER)")
+    conn.close()
+    assert [t.name for t in introspect_sqlite(db).tables] == ["sqliteish", "sqlite1x"]
+
+
 def _tables(spec: str) -> list[Table]:
     """``"a>b,c b c"``: table a with keys to b and c, then tables b and c."""
     tables = []

@@ -230,7 +230,7 @@ def introspect_sqlite(db_path: Path, db_id: str | None = None) -> Catalog:
         names = [
             row[0]
             for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
             )
         ]
         tables = []

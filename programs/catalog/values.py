@@ -406,12 +406,5 @@ def _phrases(question: str) -> list[str]:
     return list(dict.fromkeys(phrases))
 
 
-def _by_column(entries: list[tuple[int, str]], found: set[int]) -> dict[int, set[int]]:
-    grouped: dict[int, set[int]] = {}
-    for e in found:
-        grouped.setdefault(entries[e][0], set()).add(e)
-    return grouped
-
-
 def _quoted(value: str) -> str:
     return "'" + " ".join(value.split()).replace("'", "''") + "'"
