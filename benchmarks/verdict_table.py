@@ -2,9 +2,10 @@
 """The figures of "knowing when an answer is wrong" for two ``text2sql evaluate`` runs of one program on the same
 questions: accuracy with a sign test, the confidence's ROC AUC and ECE, how many answers read "likely right" and
 how many of those are right, median latency, answers that are no query or do not run, and for conversations the
-first-turn, later-turn and interaction figures (also with other columns allowed).
+first-turn, later-turn and interaction figures (also with other columns allowed); then each signal's ROC AUC alone
+beside the verifier's, and the questions that changed.
 
-    python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--sure 0.945]
+    python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--sure 0.945] [--verifier verifier.json]
 
 Records of either record shape are read (``query`` or ``sql``; metrics at the top or under ``metrics``). "Likely
 right" is the answer's own ``verdict`` where it has one, else a confidence at or above ``--sure``.
@@ -75,6 +76,41 @@ def figures(rows: list[dict], sure: float, verifier: dict | None = None) -> dict
     return out
 
 
+# A signal of the chosen reading or of the record, and whether a lower value means a righter answer.
+SIGNALS = (("draft confidence", "confidence", False), ("weakest token", "weakest", False), ("tokens", "tokens", True),
+           ("margin", "margin", False), ("doubts", "doubts", True), ("findings", "findings", True),
+           ("agreement", "agreement", False), ("drafts", "drafts", True))
+
+
+def signal_aucs(rows: list[dict]) -> dict[str, float]:
+    """Each signal's ROC AUC alone (where most records carry it; one without ranks last), and the answer's
+    confidence (the verifier's)."""
+    out: dict[str, float] = {}
+    for label, key, lower in SIGNALS:
+        pairs, missing = [], 0
+        for r in rows:
+            chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), None)
+            value = r.get(key) if key in ("agreement", "drafts") else (chosen or {}).get(key)
+            if isinstance(value, list):
+                value = len(value)
+            if value is None:
+                missing += 1
+            score = -1e9 if value is None else -float(value) if lower else float(value)
+            pairs.append((score, bool(r["correct"])))
+        if missing * 2 < len(rows) and len({p for p, _ in pairs}) > 1:
+            out[label + (" (lower is righter)" if lower else "")] = roc_auc(pairs)
+    out["the answer's confidence"] = roc_auc([(float(r.get("confidence") or 0.0), bool(r["correct"])) for r in rows])
+    return out
+
+
+def changed(before: list[dict], after: list[dict]) -> tuple[list[int], list[int]]:
+    """The indexes of the questions the after run gained and lost."""
+    was = {r["key"]: bool(r["correct"]) for r in before}
+    gained = [r["index"] for r in after if r["key"] in was and r["correct"] and not was[r["key"]]]
+    lost = [r["index"] for r in after if r["key"] in was and not r["correct"] and was[r["key"]]]
+    return gained, lost
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", type=Path)
@@ -99,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         for label, test in (("first turns", lambda r: r["turn"] == 0), ("later turns", lambda r: r["turn"] > 0)):
             part = paired_comparison([r for r in before if test(r)], [r for r in after if test(r)], key="key")
             print(f"  {label}: {part['gained']} gained, {part['lost']} lost, sign test p = {part['sign_test_p']:.3f}")
+    gained, lost = changed(before, after)
+    print(f"gained (after's index): {gained}\nlost: {lost}")
+    for name, rows in ((args.before.name, before), (args.after.name, after)):
+        print(f"ROC AUC of each signal alone, {name}: "
+              + "; ".join(f"{k} {v:.3f}" for k, v in signal_aucs(rows).items()))
     return 0
 
 
