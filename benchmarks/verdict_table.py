@@ -20,6 +20,7 @@ from pathlib import Path
 
 from text2sql_dspy.optimize.report import paired_comparison, roc_auc
 from text2sql_dspy.programs.calibration import expected_calibration_error
+from text2sql_dspy.programs.query.findings import Kind
 
 
 def records(run: Path, program: str) -> list[dict]:
@@ -40,10 +41,14 @@ def sql_of(r: dict) -> str:
 
 def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
     """The answer's verdict; with ``verifier`` (its JSON), read again from its confidence by today's rule: an answer
-    of one draft that the early model was sure of by that model's threshold, any other by the full model's."""
+    of one draft that the early model was sure of by that model's threshold, any other by the full model's, and
+    none with a noted finding (a warning on the chosen query)."""
     if verifier is not None and "steps" in r:
         early = r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r["steps"])
-        return bool(r.get("sql")) and float(r.get("confidence") or 0) >= verifier["early_sure" if early else "sure"]
+        chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
+        noted = any(isinstance(f, dict) and not Kind(f["kind"]).is_error for f in chosen.get("findings", []))
+        return (bool(r.get("sql")) and not noted
+                and float(r.get("confidence") or 0) >= verifier["early_sure" if early else "sure"])
     return r.get("verdict") == "likely right" if "verdict" in r else float(r.get("confidence") or 0) >= sure
 
 

@@ -78,6 +78,14 @@ def test_a_doubtful_answer_says_likely_wrong_and_why(tiny_db: Path, tiny_schemas
     assert "LIMIT 1 keeps only some of the rows" in redraft and answer.metrics.redrafts == 1
 
 
+def test_a_sure_answer_with_a_finding_reads_check_this(tiny_db: Path, tiny_schemas: Path) -> None:
+    limited = "SELECT email FROM users LIMIT 1"
+    lm = logprob_lm([scripted_draft(limited, 0.95)])
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.95)).run("List the emails of all users.")
+    assert answer.drafts == 1 and answer.confidence == pytest.approx(0.95)  # the early model is sure: one draft
+    assert answer.noted and answer.verdict == "check this"  # but a warning the user should read is no "likely right"
+
+
 def prompt_text(lm: object, call: int) -> str:
     return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
 
@@ -125,3 +133,5 @@ def test_a_verifier_survives_its_json() -> None:
     found = verifier(early=0.7, full=0.4, rows=1.5)
     assert Verifier.from_json(json.loads(json.dumps(found.to_json()))) == found
     assert found.words(0.85) == "likely right" and found.words(0.5) == "check this" and found.words(0.1) == "likely wrong"
+    assert found.words(0.85, noted=True) == "check this" and found.words(0.1, noted=True) == "likely wrong"
+    assert found.words(0.85, early=True) == "check this" and found.words(0.95, early=True) == "likely right"

@@ -160,7 +160,7 @@ class Text2SQLProgram(dspy.Module):
         return answer.model_copy(update={
             "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True, "sure": sure,
             "calibration": calibration.describe(), "basis": calibration.describe(),
-            "verdict": "likely right" if sure else "check this" if probability >= 0.5 else "likely wrong",
+            "verdict": "likely wrong" if probability < 0.5 else "likely right" if sure and not answer.noted else "check this",
         })
 
     def estimated(self, answer: Answer) -> Answer:
@@ -168,7 +168,8 @@ class Text2SQLProgram(dspy.Module):
         confidence is the shipped verifier's probability (its ``verifier``); else as it is."""
         if self.verifier is None or not answer.sql or answer.verdict:
             return answer
-        return answer.model_copy(update={"verdict": self.verifier.words(answer.confidence), "basis": ESTIMATED})
+        verdict = self.verifier.words(answer.confidence, noted=bool(answer.noted))
+        return answer.model_copy(update={"verdict": verdict, "basis": ESTIMATED})
 
     def calibration_name(self) -> str:
         """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes

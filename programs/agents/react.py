@@ -300,7 +300,8 @@ class ReActAgent(Text2SQLProgram):
         readings = record.readings(sql, alternatives)
         by_sql = {r.sql: r for r in readings}
         confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
-        verdict = self.verifier.words(best.p, early=best.early) if best.p is not None else ""
+        noted = any(not f.is_error for f in by_sql[sql].findings)
+        verdict = self.verifier.words(best.p, early=best.early, noted=noted) if best.p is not None else ""
         explanation = describe_query(sql, record.source.dialect)
         if record.previous and (changed := changes(record.previous, sql, record.source.dialect)):
             explanation = f"{explanation} Against the query before: {changed}."

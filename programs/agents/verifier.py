@@ -129,11 +129,14 @@ class Verifier:
         model = self.early if early else self.full
         return model.probability(features(reading, question, drafts=drafts, groups=groups))
 
-    def words(self, probability: float, *, early: bool = False) -> str:
+    def words(self, probability: float, *, early: bool = False, noted: bool = False) -> str:
         """The verdict in words: "likely right" (at or above the ``sure`` of the model that gave ``probability``: the
-        early one's, given ``early``), "check this" or "likely wrong"."""
+        early one's, given ``early``; never for an answer with a ``noted`` finding, which the user should read),
+        "check this" or "likely wrong"."""
         sure = self.early_sure if early else self.sure
-        return "likely right" if probability >= sure else "likely wrong" if probability < self.doubtful else "check this"
+        if probability < self.doubtful:
+            return "likely wrong"
+        return "likely right" if probability >= sure and not noted else "check this"
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": self.sure,
