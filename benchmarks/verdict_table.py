@@ -14,6 +14,7 @@ right" is the answer's own ``verdict`` where it has one, else a confidence at or
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -24,7 +25,10 @@ from text2sql_dspy.programs.query.findings import Kind
 
 
 def records(run: Path, program: str) -> list[dict]:
-    found = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
+    """The run's records (``records.jsonl``, or ``records.jsonl.gz`` as committed under ``benchmarks/results``)."""
+    path = run / "records.jsonl"
+    text = path.read_text() if path.is_file() else gzip.decompress((run / "records.jsonl.gz").read_bytes()).decode()
+    found = [json.loads(line) for line in text.splitlines() if line.strip()]
     rows = sorted((r for r in found if r["program"] == program), key=lambda r: r["index"])
     for r in rows:
         r["key"] = (r.get("interaction"), r.get("turn"), r["question"])
