@@ -92,6 +92,11 @@ class Reading(BaseModel):
     preview: Preview | None = None  # None: not run
     difference: list[str] = Field(default_factory=list)  # when unsure: what this reading does that the other does not
 
+    @property
+    def warnings(self) -> list[Finding]:
+        """Its findings that do not invalidate it (the lints' among them): what a user should read with it."""
+        return [f for f in self.findings if not f.is_error]
+
 
 class Step(BaseModel):
     """One step of the trace, as the program took it: what it did (``kind``), to which query, and what it found."""
@@ -155,7 +160,7 @@ class Answer(BaseModel):
     def noted(self) -> list[Finding]:
         """The warnings on the answer's own query, which a user should read with it (the lints' among them)."""
         chosen = self.chosen
-        return [f for f in chosen.findings if not f.is_error] if chosen is not None and self.sql else []
+        return chosen.warnings if chosen is not None and self.sql else []
 
     @property
     def chosen(self) -> Reading | None:

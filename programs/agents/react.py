@@ -300,7 +300,7 @@ class ReActAgent(Text2SQLProgram):
         readings = record.readings(sql, alternatives)
         by_sql = {r.sql: r for r in readings}
         confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
-        noted = any(not f.is_error for f in by_sql[sql].findings)
+        noted = bool(by_sql[sql].warnings)
         verdict = self.verifier.words(best.p, early=best.early, noted=noted) if best.p is not None else ""
         explanation = describe_query(sql, record.source.dialect)
         if record.previous and (changed := changes(record.previous, sql, record.source.dialect)):
