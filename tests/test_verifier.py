@@ -115,7 +115,7 @@ def test_a_lint_is_a_feature() -> None:
 def test_the_shipped_verifier_loads_from_the_package_with_no_network_and_no_fitting() -> None:
     shipped = load_verifier()
     assert shipped is not None and 0 < shipped.doubtful < shipped.sure <= 1.0 and shipped.fitted_on
-    assert set(shipped.early.names) == set(EARLY) and set(shipped.full.names) <= set(FULL)
+    assert set(shipped.early.names) <= set(EARLY) and set(shipped.full.names) <= set(FULL)  # a lint added since: no weight
     code = ("import sys, socket\n"
             "def refuse(*a, **k): raise OSError('no network in this test')\n"
             "socket.socket.connect = refuse\n"
@@ -135,3 +135,41 @@ def test_a_verifier_survives_its_json() -> None:
     assert found.words(0.85) == "likely right" and found.words(0.5) == "check this" and found.words(0.1) == "likely wrong"
     assert found.words(0.85, noted=True) == "check this" and found.words(0.1, noted=True) == "likely wrong"
     assert found.words(0.85, early=True) == "check this" and found.words(0.95, early=True) == "likely right"
+
+
+EMPTY = "SELECT email FROM users WHERE last_login_at > '2030-01-01'"  # valid, and returns nothing
+SINCE_2024 = "SELECT email FROM users WHERE last_login_at > '2024-01-01'"
+CROSSED = "SELECT u.email FROM users u JOIN blocks b ON u.id = u.id"  # always true: every user once per block
+BLOCKED_USERS = "SELECT u.email FROM users u JOIN blocks b ON b.user_id = u.id"
+
+
+def test_a_chosen_answer_that_returns_nothing_is_redrafted_however_sure(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(EMPTY, 0.95), scripted_draft(EMPTY, 0.95), scripted_draft(SINCE_2024, 0.9)])
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.99, full=0.99)).run("Who logged in since 2024?")
+    assert answer.metrics.redrafts == 1 and answer.sql == SINCE_2024  # an empty result is no "sure" answer
+    assert "EMPTY RESULT" in prompt_text(lm, 2)  # the redraft was told what the chosen query returned
+
+
+def test_a_reading_with_a_blocking_finding_never_beats_a_clean_one(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(CROSSED, 0.6), scripted_draft(BLOCKED_USERS, 0.6), scripted_draft(CROSSED, 0.6)])
+    found = verifier(early=0.5, full=0.5, rows=3.0, agreement=3.0)  # more rows and more votes: the cross join's
+    answer = program(tiny_db, tiny_schemas, lm, found).run("Which users were blocked?")
+    crossed = next(r for r in answer.readings if r.sql == CROSSED)
+    assert crossed.votes == 2 and [f.kind for f in crossed.findings] == [Kind.ALWAYS_TRUE_JOIN]
+    assert answer.sql == BLOCKED_USERS and answer.metrics.redrafts == 0
+
+
+@pytest.mark.parametrize(("name", "weight", "held"), [
+    ("lint: missing value", 0.8, 0.0),  # a literal the column does not hold may not raise P(right)
+    ("lint: unused join", -0.4, -0.4),  # lowering it is what it means
+    ("empty", 0.5, 0.0),
+    ("confidence", 0.7, 0.7),  # a signal that means "right" keeps its sign
+    ("list_asked_one_row", 0.5, 0.0),
+])
+def test_a_signal_that_means_wrong_never_raises_p_right(name: str, weight: float, held: float) -> None:
+    model = constant(EARLY, 0.5, **{name: weight})
+    data = {"early": model.to_json(), "full": constant(FULL, 0.5, **{name: weight}).to_json(), "sure": 0.9,
+            "doubtful": 0.3, "judge_helps": False, "fitted_on": "test"}
+    loaded = Verifier.from_json(data)
+    assert dict(zip(loaded.early.names, loaded.early.coefficients))[name] == held
+    assert dict(zip(loaded.full.names, loaded.full.coefficients))[name] == held

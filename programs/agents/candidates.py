@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from text2sql_dspy.programs.agents.drafting import Draft
 from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.query.findings import LINTS, Kind
+from text2sql_dspy.programs.query.findings import BLOCKING, LINTS, Kind
 from text2sql_dspy.programs.query.results import ExecutionFacts, same_result
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
 
 __all__ = ["Candidate", "choice_score", "close_readings", "combined_confidence", "group_by_result", "judged_score",
-           "majority_settled", "repair_hints"]
+           "majority_settled", "preference", "repair_hints", "returns_nothing"]
 
 SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
@@ -56,11 +56,32 @@ class Candidate:
         findings = self.validation.findings if self.validation is not None else []
         return [f.message for f in findings if f.kind in kinds]
 
+    def found_where(self, *kinds: Kind) -> list[str]:
+        """Where in the query the validator's findings of these kinds are (each finding's ``where``)."""
+        findings = self.validation.findings if self.validation is not None else []
+        return [f.where for f in findings if f.kind in kinds and f.where]
+
+    @property
+    def blocked(self) -> bool:
+        """Whether a finding says the result cannot be right as it stands (:data:`~..findings.BLOCKING`)."""
+        return bool(self.found(*BLOCKING))
+
     @property
     def symptoms(self) -> list[str]:
         """Findings that the result cannot be what was asked: a literal the column does not hold, a key shown
         where the question asks for no id."""
         return self.found(*SYMPTOMS)
+
+
+def returns_nothing(facts: ExecutionFacts) -> bool:
+    """Whether a result gives no answer: it failed, has no rows, or only NULLs."""
+    return not facts.ok or facts.empty or facts.all_null
+
+
+def preference(candidate: Candidate, facts: ExecutionFacts) -> tuple[bool, bool, float]:
+    """A sort key, least first: a reading with a blocking finding never beats one without, one that returns nothing
+    never beats one that returns rows, and between those the verifier's probability decides."""
+    return candidate.blocked, returns_nothing(facts), -(candidate.p or 0.0)
 
 
 def majority_settled(run: Run, candidates: list[Candidate], remaining: int) -> bool:

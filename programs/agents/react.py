@@ -16,6 +16,8 @@ model takes repair steps. A malformed reply never crashes a call: the answer say
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,9 @@ from text2sql_dspy.programs.agents.candidates import (
     group_by_result,
     judged_score,
     majority_settled,
+    preference,
     repair_hints,
+    returns_nothing,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
@@ -43,7 +47,8 @@ from text2sql_dspy.programs.answer import Answer, Metrics, Status
 from text2sql_dspy.programs.conversation import History, standalone_question
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
-from text2sql_dspy.programs.query.findings import LINTS
+from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
+from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
@@ -117,7 +122,8 @@ class ReActAgent(Text2SQLProgram):
     def answer(self, question: str, source: DataSource, hint: str = "", history: History = History()) -> Answer:
         judge = self._judge(hint, history.text)  # a misconfigured judge fails before any work
         view = self.schema(source, question, hint, history.text)
-        record = Record(question, source, self.limits, judge, tables=list(view.tables), previous=history.previous)
+        record = Record(question, source, self.limits, judge, tables=list(view.tables), previous=history.previous,
+                        hint=hint)
         pool, drafts = self._drafts(record, view, hint, history)
         valid = [c for c in pool.values() if c.valid]
         if pool and not valid:
@@ -209,13 +215,15 @@ class ReActAgent(Text2SQLProgram):
         record.run(first.sql)
         first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True)
         record.step("verify", first.sql, f"P(right) {first.p:.2f} from the first draft alone")
-        return first.p < self.verifier.early_sure
+        return first.p < self.verifier.early_sure or first.blocked or returns_nothing(record.facts(first.sql))
 
     def _verified_choice(self, record: Record, view: SchemaView, groups: list[Candidate], drafts: int,
                          pool: dict[str, Candidate]) -> tuple[Candidate, list[str]]:
-        """The result group the verifier finds likeliest right (the judge consulted where it adds to the verifier,
-        or is not the embedded model), both of two too close to call, and one redraft from the findings where even
-        the best is doubtful and shows what is wrong."""
+        """The result group V2 prefers (:func:`~.candidates.preference`: no blocking finding, rows returned, then the
+        verifier's probability, the judge consulted where it adds to the verifier or is not the embedded model), both
+        of two too close to call; the preferred query less a filter the question does not ask for, where that returns
+        rows; and one redraft from the facts where the result is empty, only NULLs or blocked (whatever its
+        probability), or doubtful and showing what is wrong."""
         sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.verifier.early_sure
         if not sure_alone:
             if record.judge is not None and self._judging():
@@ -223,24 +231,51 @@ class ReActAgent(Text2SQLProgram):
                     group.verdict = record.judged(group.sql)
             for group in groups:
                 group.p = self._probability(record, group, drafts, len(groups))
-        ranked = sorted(groups, key=lambda g: -(g.p or 0.0))
+        key = self._preference(record)
+        ranked = sorted(groups, key=key)
         best, alternatives = ranked[0], []
         record.votes.update({g.sql: g.votes for g in groups})
-        if len(ranked) >= 2 and best.p < self.verifier.sure and best.p - ranked[1].p < UNSURE_MARGIN:
+        if (len(ranked) >= 2 and best.p < self.verifier.sure and best.p - ranked[1].p < UNSURE_MARGIN
+                and key(best)[:2] == key(ranked[1])[:2]):
             alternatives = [best.sql, ranked[1].sql]
+        if best.found(Kind.UNASKED_FILTER):
+            loosened = self._loosened(record, best, drafts, len(groups))
+            if loosened is not None and key(loosened) < key(best):
+                best, alternatives = loosened, []
         facts = record.facts(best.sql)
-        wrong = not facts.ok or facts.empty or facts.all_null or best.found(*REDRAFT_ON)
-        if best.p < self.verifier.doubtful and wrong:
+        failing = returns_nothing(facts) or best.blocked  # redrafted whatever its probability
+        if failing or (best.p < self.verifier.doubtful and best.found(*REDRAFT_ON)):
             redraft = self._redraft(record, view, best, pool, facts=True)
             if redraft is not None:
                 if record.judge is not None and self._judging():
                     redraft.verdict = record.judged(redraft.sql)
                 redraft.p = self._probability(record, redraft, drafts + 1, len(groups) + 1)
-                if redraft.p > best.p:
+                if key(redraft) < key(best):
                     best, alternatives = redraft, []
         record.step("choose", best.sql, f"{best.votes} of {drafts} drafts; P(right) {best.p:.2f}")
-        best.early = sure_alone
+        best.early = sure_alone and best is groups[0]
         return best, alternatives
+
+    @staticmethod
+    def _preference(record: Record) -> Callable[[Candidate], tuple[bool, bool, float]]:
+        """How V2 ranks verified readings (:func:`~.candidates.preference`), reading each one's result once."""
+        return lambda candidate: preference(candidate, record.facts(candidate.sql))
+
+    def _loosened(self, record: Record, best: Candidate, drafts: int, groups: int) -> Candidate | None:
+        """``best`` without the first filter the question does not ask for (:data:`Kind.UNASKED_FILTER`), where that
+        query checks and returns rows: a reading of its own, verified as ``best``'s draft."""
+        for where in best.found_where(Kind.UNASKED_FILTER):
+            sql = without_filter(best.sql, literal_of(where), record.source.dialect)
+            if sql is None or (check := record.check(sql)) is None or not check.valid:
+                continue
+            if returns_nothing(record.facts(sql)):
+                continue
+            record.drafts.setdefault(sql, replace(best.draft, sql=sql))
+            loosened = Candidate(record.drafts[sql], check, votes=best.votes)
+            loosened.p = self._probability(record, loosened, drafts, groups + 1)
+            record.step("loosen", sql, f"without the unasked filter {where}; P(right) {loosened.p:.2f}")
+            return loosened
+        return None
 
     def _probability(self, record: Record, candidate: Candidate, drafts: int, groups: int) -> float:
         record.run(candidate.sql)

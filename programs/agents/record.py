@@ -51,6 +51,7 @@ class Record:
     limits: Limits
     judge: Judge | None = None  # None: V1, structural checks only
     previous: str = ""  # in a conversation, the query of the turn this question follows up on
+    hint: str = ""  # the user's hint on what the question's terms mean
     checks: dict[str, ValidationResult] = field(default_factory=dict)  # cleaned query -> its validation, in order
     runs: dict[str, QueryResult] = field(default_factory=dict)
     verdicts: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, verdict), in call order
@@ -76,7 +77,8 @@ class Record:
         if len(self.checks) >= self.limits.max_validation_attempts:
             return None
         emit("checking", sql=sql)
-        result = self.source.validator.validate(sql, question=self.question, previous=self.previous)
+        result = self.source.validator.validate(sql, question=self.question, previous=self.previous,
+                                                 hint=self.hint)
         self.keep(result, sql)
         self.step("check", sql, result.render())
         return result

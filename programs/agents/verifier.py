@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -26,9 +26,12 @@ from typing import Any
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 
-__all__ = ["EARLY", "FULL", "Verifier", "features", "load_verifier"]
+__all__ = ["EARLY", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
 
 FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
+# Signals that mean "wrong" where they fire: a fitted weight may lower P(right) by them, never raise it.
+MEANS_WRONG = ("empty", "null_only", "repeated_rows", "count_asked_not_one_number", "list_asked_one_row",
+               "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED))
 EARLY = (
     "confidence", "weakest", "tokens", "rows", "empty", "null_only", "repeated_rows", "count_asked_one_number",
     "count_asked_not_one_number", "list_asked_one_row", "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED),
@@ -98,6 +101,12 @@ class Model:
                                  zip(self.names, self.coefficients, self.means, self.scales, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
+    def never_raising(self, names: Sequence[str]) -> Model:
+        """This model with the weights of ``names`` held at or below 0: present, they cannot raise the probability."""
+        held = set(names)
+        return replace(self, coefficients=tuple(min(0.0, w) if n in held else w
+                                                for n, w in zip(self.names, self.coefficients, strict=True)))
+
     def to_json(self) -> dict[str, Any]:
         return {"names": list(self.names), "coefficients": list(self.coefficients), "intercept": self.intercept,
                 "means": list(self.means), "scales": list(self.scales)}
@@ -145,7 +154,8 @@ class Verifier:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verifier:
-        return cls(Model.from_json(data["early"]), Model.from_json(data["full"]), float(data["sure"]),
+        early, full = (Model.from_json(data[m]).never_raising(MEANS_WRONG) for m in ("early", "full"))
+        return cls(early, full, float(data["sure"]),
                    float(data["doubtful"]), bool(data["judge_helps"]), str(data["fitted_on"]),
                    float(data.get("early_sure", 1.01)))
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, field_validator
 
-__all__ = ["LINTS", "Finding", "Kind", "distinct", "messages", "one_line", "suggestions"]
+__all__ = ["BLOCKING", "LINTS", "Finding", "Kind", "distinct", "messages", "one_line", "suggestions"]
 
 
 class Kind(StrEnum):
@@ -50,6 +50,12 @@ class Kind(StrEnum):
     VALUE_NOT_ROW = "value not row"  # "which ... most" asked, but the answer is the extreme value, not its row
     OPAQUE_ID = "opaque id"  # a literal compared with a column of opaque ids, which the question does not quote
     DROPPED_FILTER = "dropped filter"  # a follow-up drops a filter of the query it continues
+    UNASKED_FILTER = "unasked filter"  # a filter whose literal and column no word of the question (or hint) names
+    OFF_KEY_JOIN = "off-key join"  # a foreign key joined to a key other than the one it references
+    COUNTED_JOIN_KEY = "counted join key"  # COUNT of a foreign-key column over a join, without DISTINCT
+    SUM_FOR_COUNT = "sum for count"  # "how many" asked, answered with SUM of a measure
+    NAME_AS_KEY = "name as key"  # a name compared with a key column, where the table it references holds the name
+    MONTH_NAME_DATE = "month name date"  # a date column matched with a month name, where it stores ISO dates
 
     @property
     def is_error(self) -> bool:
@@ -62,7 +68,8 @@ _WARNINGS = frozenset(
         Kind.UNCHECKED, Kind.QUOTED_NAME, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER, Kind.CARTESIAN_JOIN,
         Kind.SLOW, Kind.EMPTY_RESULT, Kind.MISSING_VALUE, Kind.SHOWS_KEY, Kind.ALWAYS_TRUE_JOIN, Kind.FAN_OUT,
         Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY,
-        Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
+        Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN,
+        Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE,
     }
 )  # fmt: skip
 
@@ -70,7 +77,12 @@ _WARNINGS = frozenset(
 LINTS = (  # the kinds the lints give: a defect that needs no model to see (lints.py, join_lints.py, question_lints.py)
     Kind.ALWAYS_TRUE_JOIN, Kind.CARTESIAN_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN,
     Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
+    Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY,
+    Kind.MONTH_NAME_DATE,
 )
+# Findings that the result cannot be right as it stands: a reading with one never beats a reading without.
+BLOCKING = frozenset({Kind.CARTESIAN_JOIN, Kind.ALWAYS_TRUE_JOIN, Kind.OFF_KEY_JOIN, Kind.NAME_AS_KEY,
+                      Kind.MONTH_NAME_DATE})
 
 
 class Finding(BaseModel, frozen=True):

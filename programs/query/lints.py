@@ -35,6 +35,7 @@ class Query:
     values: Callable[[], ValueIndex | None] | None = None  # the database's value index, when it has one
     question: str = ""  # what the query should answer; "" when unknown
     previous: str = ""  # the query of the conversation's turn it follows up on; "" when none
+    hint: str = ""  # what the user said the question's terms mean (BIRD's evidence); "" when none
 
     @cached_property
     def scopes(self) -> list[Scope]:

@@ -241,17 +241,17 @@ class SQLValidator:
         self._refused_functions = DANGEROUS_FUNCTIONS | getattr(database, "refused_functions", frozenset())
         self._schema = CatalogSchema(catalog, dialect)
 
-    def validate(self, sql: str, question: str = "", previous: str = "") -> ValidationResult:
+    def validate(self, sql: str, question: str = "", previous: str = "", hint: str = "") -> ValidationResult:
         """Validate ``sql``, the answer to ``question`` when one is given (in a conversation, following up on the
-        query ``previous``); never raises."""
+        query ``previous``; with the user's ``hint`` on what its terms mean); never raises."""
         try:
-            return self._validate(sql, question, previous)
+            return self._validate(sql, question, previous, hint)
         except Exception as exc:  # last resort: a validator must answer, not crash the agent
             text = sql if isinstance(sql, str) else ""
             message = f"could not analyse the query ({type(exc).__name__})"
             return _invalid(text[:MAX_QUERY_CHARS], Kind.NOT_ANALYSED, message)
 
-    def _validate(self, raw: object, question: str, previous: str = "") -> ValidationResult:
+    def _validate(self, raw: object, question: str, previous: str = "", hint: str = "") -> ValidationResult:
         if isinstance(raw, bytes | bytearray):
             try:
                 raw = bytes(raw).decode("utf-8")
@@ -314,7 +314,7 @@ class SQLValidator:
             return _invalid(sql, Kind.NOT_A_QUERY, violation)
 
         normalize_names(tree)
-        query = Query(tree, sql, self.catalog, self._schema, self.dialect, self.values, question, previous)
+        query = Query(tree, sql, self.catalog, self._schema, self.dialect, self.values, question, previous, hint)
         found = apply(query, _BEFORE_DRY_RUN)
         tables = _tables(query)
         ran = self._dry_run(sql) if self.database is not None and not any(f.is_error for f in found) else []
