@@ -3,7 +3,9 @@
     text2sql evaluate --split test --program baseline --program v2 --out runs/test
     python evaluate.py --data data --split test --program baseline --program v2 --out runs/test
 
-Every program answers the same questions. Per program it reports execution accuracy, valid-SQL
+Every program answers the same questions, scored as the benchmark's own evaluator scores them
+(:func:`~..programs.dataset.scoring_of`: BIRD's rows as sets, Spider's and SParC's as a multiset; the
+rule is kept in ``run.json``, on each record and in the report). Per program it reports execution accuracy, valid-SQL
 rate, judge reliability against execution (agreement, Cohen's kappa, ROC AUC), confidence
 calibration (ECE), latency, LM calls, tokens and cost, and the V2 card's agent metrics. It writes
 ``results.json``, ``report.md`` and PNG plots to ``--out``. Records are appended to
@@ -28,9 +30,10 @@ from tqdm import tqdm
 
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, Command, positive_int
-from text2sql_dspy.programs.dataset import load_split
+from text2sql_dspy.programs.dataset import load_split, scoring_of
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
+from text2sql_dspy.programs.query.results import Scoring
 
 DEFAULT_OUT = Path("runs") / "latest"
 DEFAULT_PROGRAM = "v2"  # the same default as `text2sql ask`
@@ -74,7 +77,9 @@ def evaluate(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
     evidence = args.evidence == "on" and any(str(ex.get("evidence") or "").strip() for ex in examples)
-    run = {"data": str(Path(args.data).resolve()), "split": args.split}
+    scoring = scoring_of(args.data, args.split)
+    run = {"data": str(Path(args.data).resolve()), "split": args.split, "scoring": scoring.value,
+           "scored as": scoring.description}
     if evidence:
         run["evidence"] = "on"
     if args.values == "off":
@@ -90,8 +95,9 @@ def evaluate(args: argparse.Namespace) -> int:
     _check_resumable(out, run)
     done = load_records(records_file)
     _forget_service_failures(done, records_file)
-    _rescore_stale(done, examples, records_file)
+    _rescore_stale(done, examples, records_file, scoring)
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}"
+          f"; scored as {scoring.description}"
           f"; evidence {'on' if evidence else 'off'}; value lookup {args.values}"
           + (f"; conversation history {'on' if history else 'off'}" if conversations else ""))
     for spec in programs:
@@ -102,8 +108,8 @@ def evaluate(args: argparse.Namespace) -> int:
         clear_shared_caches()  # no program may reuse the KV cache another one warmed
         failed_in_a_row = 0
         try:
-            answers = (_answer_conversations(program, spec, examples, done, evidence) if history
-                       else _answer_all(program, spec, todo, args.threads, evidence))
+            answers = (_answer_conversations(program, spec, examples, done, evidence, scoring) if history
+                       else _answer_all(program, spec, todo, args.threads, evidence, scoring))
             for record in answers:
                 done[(spec, record["index"])] = record
                 with records_file.open("a", encoding="utf-8") as fh:
@@ -121,6 +127,7 @@ def evaluate(args: argparse.Namespace) -> int:
     records = {spec: [done[(spec, i)] for i in range(len(examples)) if (spec, i) in done] for spec in programs}
     summaries = {spec: summarize(rows) for spec, rows in records.items()}
     write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples),
+                                                        "scored as": scoring.description,
                                                         "evidence": "on" if evidence else "off", "value lookup": args.values,
                                                         **({"history": "on" if history else "off"} if conversations else {})})
     print_table(summaries)
@@ -149,7 +156,8 @@ def _build(spec: str, args: argparse.Namespace) -> Any:
     return program
 
 
-def _answer_all(program: Any, spec: str, todo: list, threads: int, evidence: bool = False):
+def _answer_all(program: Any, spec: str, todo: list, threads: int, evidence: bool = False,
+                scoring: Scoring = Scoring.SPIDER):
     """Yield one record per question; with threads > 1 questions run concurrently (order of completion).
 
     Closing the generator early (a stopped run, Ctrl-C) cancels the questions not yet started and
@@ -159,14 +167,14 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int, evidence: boo
     try:
         if threads <= 1:
             for index, example in todo:
-                yield answer_one(program, spec, index, example, evidence)
+                yield answer_one(program, spec, index, example, evidence, scoring=scoring)
                 bar.update()
         else:
             from concurrent.futures import ThreadPoolExecutor, as_completed
 
             pool = ThreadPoolExecutor(threads)
             try:
-                futures = [pool.submit(answer_one, program, spec, i, ex, evidence) for i, ex in todo]
+                futures = [pool.submit(answer_one, program, spec, i, ex, evidence, scoring=scoring) for i, ex in todo]
                 for future in as_completed(futures):
                     yield future.result()
                     bar.update()
@@ -177,9 +185,9 @@ def _answer_all(program: Any, spec: str, todo: list, threads: int, evidence: boo
 
 
 def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool = False,
-               history: list | None = None) -> dict[str, Any]:
-    """Answer and score one question (with ``evidence``, its evidence as the hint; in a conversation, with the
-    ``history`` of its earlier turns); a failure is recorded, never raised."""
+               history: list | None = None, scoring: Scoring = Scoring.SPIDER) -> dict[str, Any]:
+    """Answer and score one question by ``scoring``'s rule (with ``evidence``, its evidence as the hint; in a
+    conversation, with the ``history`` of its earlier turns); a failure is recorded, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
     if example.get("turn") is not None:
         record.update(interaction=example.interaction, turn=example.turn, history_turns=len(history or []))
@@ -197,10 +205,10 @@ def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool
                       traceback=traceback.format_exc(limit=3))
         if service is not None:
             record["service_failure"] = True  # not an answer: the rerun asks again
-    record.update(scored(record.get("sql") or "", example))
+    record.update(scored(record.get("sql") or "", example, scoring))
     alternatives = record.get("alternatives") or []
     if len(alternatives) >= 2:  # an unsure answer: is either of the readings it shows right?
-        record["alternatives_correct"] = [compare_reading(reading["sql"], example) for reading in alternatives]
+        record["alternatives_correct"] = [compare_reading(reading["sql"], example, scoring) for reading in alternatives]
     return record
 
 
@@ -211,13 +219,19 @@ def answer_of(record: dict[str, Any]) -> Answer | None:
     return Answer.model_validate({key: record[key] for key in Answer.model_fields if key in record})
 
 
-def compare_reading(query: str, example: Any) -> bool:
+def compare_reading(query: str, example: Any, scoring: Scoring = Scoring.SPIDER) -> bool:
+    return compare_as(query, example, scoring).match
+
+
+def compare_as(query: str, example: Any, scoring: Scoring = Scoring.SPIDER) -> Any:
+    """:func:`~.metrics.compare_execution` of ``query`` with the example's gold query, by ``scoring``'s rule."""
     from text2sql_dspy.optimize.metrics import compare_execution
 
-    return compare_execution(query, example.gold_sql, example.db_path).match
+    return compare_execution(query, example.gold_sql, example.db_path, scoring)
 
 
-def _answer_conversations(program: Any, spec: str, examples: list, done: dict, evidence: bool = False):
+def _answer_conversations(program: Any, spec: str, examples: list, done: dict, evidence: bool = False,
+                          scoring: Scoring = Scoring.SPIDER):
     """Yield a record per turn not yet answered, each conversation's turns in order, each with the program's own
     earlier answers in that conversation as its history (answers kept from an earlier run included)."""
     from text2sql_dspy.programs.conversation import Turn
@@ -230,7 +244,7 @@ def _answer_conversations(program: Any, spec: str, examples: list, done: dict, e
             turns = history.setdefault(example.interaction, [])
             record = done.get((spec, index))
             if record is None:
-                record = answer_one(program, spec, index, example, evidence, history=list(turns))
+                record = answer_one(program, spec, index, example, evidence, history=list(turns), scoring=scoring)
                 bar.update()
                 yield record
             answer = answer_of(record)
@@ -240,17 +254,18 @@ def _answer_conversations(program: Any, spec: str, examples: list, done: dict, e
         bar.close()
 
 
-def scored(query: str, example: Any) -> dict[str, Any]:
-    """A record's execution fields for ``query``, and the comparison version that scored them."""
-    from text2sql_dspy.optimize.metrics import COMPARISON_VERSION, compare_execution
+def scored(query: str, example: Any, scoring: Scoring = Scoring.SPIDER) -> dict[str, Any]:
+    """A record's execution fields for ``query``, and the comparison version and rule that scored them."""
+    from text2sql_dspy.optimize.metrics import COMPARISON_VERSION
 
-    comparison = compare_execution(query, example.gold_sql, example.db_path)
+    comparison = compare_as(query, example, scoring)
     return {
         "correct": comparison.match,
         "correct_relaxed": comparison.relaxed_match,
         "executes": comparison.pred_error is None,
         "execution_note": comparison.describe(),
         "scored_with": COMPARISON_VERSION,
+        "scored_as": scoring.value,
     }
 
 
@@ -265,35 +280,55 @@ def _forget_service_failures(done: dict[tuple[str, int], dict[str, Any]], record
     print(f"{len(failed)} questions the model service failed last time are asked again")
 
 
-def _rescore_stale(done: dict[tuple[str, int], dict[str, Any]], examples: list, records_file: Path) -> None:
-    """Score again (no LM call) the records an older execution comparison scored, and rewrite ``records_file``."""
+def _rescore_stale(done: dict[tuple[str, int], dict[str, Any]], examples: list, records_file: Path,
+                   scoring: Scoring = Scoring.SPIDER) -> None:
+    """Score again (no LM call) the records an older execution comparison or another benchmark's rule scored
+    (a record without ``scored_as`` was scored by Spider's), and rewrite ``records_file``."""
     from text2sql_dspy.optimize.metrics import COMPARISON_VERSION
 
     stale = [(index, record) for (_, index), record in done.items()
-             if record.get("scored_with") != COMPARISON_VERSION and index < len(examples)]
+             if (record.get("scored_with") != COMPARISON_VERSION
+                 or record.get("scored_as", Scoring.SPIDER.value) != scoring.value) and index < len(examples)]
     if not stale:
         return
     changed = []
     for index, record in stale:
         before = record.get("correct")
-        record.update(scored(record.get("sql") or "", examples[index]))
+        record.update(scored(record.get("sql") or "", examples[index], scoring))
+        alternatives = record.get("alternatives") or []
+        if record.get("alternatives_correct") and len(alternatives) >= 2:
+            record["alternatives_correct"] = [compare_reading(r["sql"], examples[index], scoring) for r in alternatives]
         if before != record["correct"]:
             changed.append(f"{record['program']} #{index}: {before} -> {record['correct']}")
     records_file.write_text("".join(json.dumps(r, default=str) + "\n" for r in done.values()), encoding="utf-8")
-    print(f"{len(stale)} earlier answers scored again by the current execution comparison; "
+    print(f"{len(stale)} earlier answers scored again by the current execution comparison, as {scoring.description}; "
           f"{len(changed)} changed verdict" + ("".join(f"\n  {c}" for c in changed) if changed else ""))
 
 
+SCORING_KEYS = ("scoring", "scored as")  # in run.json: the rule the run's answers are scored by
+
+
 def _check_resumable(out: Path, run: dict[str, str]) -> None:
-    """Refuse to mix answers from another dataset or split into ``out``."""
+    """Refuse to mix answers from another dataset or split into ``out``.
+
+    A run scored by another rule (a ``run.json`` without one was scored by Spider's) resumes: ``run.json`` is
+    rewritten with this run's rule, and :func:`_rescore_stale` scores the kept answers again by it.
+    """
     marker = out / "run.json"
-    if marker.is_file():
-        previous = json.loads(marker.read_text())
-        if previous != run:
-            raise Text2SQLError(
-                f"{out} holds a run on {previous['data']} ({previous['split']}); use another --out for this one."
-            )
-    else:
+    if not marker.is_file():
+        marker.write_text(json.dumps(run))
+        return
+    previous = json.loads(marker.read_text())
+    setting = {k: v for k, v in run.items() if k not in SCORING_KEYS}
+    if {k: v for k, v in previous.items() if k not in SCORING_KEYS} != setting:
+        raise Text2SQLError(
+            f"{out} holds a run on {previous.get('data')} ({previous.get('split')}); use another --out for this one."
+        )
+    before = previous.get("scoring", Scoring.SPIDER.value)
+    if before != run["scoring"]:
+        print(f"{out} was scored as {previous.get('scored as', before)}; its answers are scored again "
+              f"as {run['scored as']}")
+    if previous != run:
         marker.write_text(json.dumps(run))
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
-from text2sql_dspy.programs.query.results import columns_subset_match, is_ordered, results_match
+from text2sql_dspy.programs.query.results import Scoring, columns_subset_match, is_ordered, results_match
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
@@ -61,8 +61,9 @@ class ExecutionComparison:
         return f"the query returns {self.pred_rows} rows; the expected result has {self.gold_rows} rows, or other values"
 
 
-def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionComparison:
-    """Execute both queries on ``db_path`` (read-only) and compare their results.
+def compare_execution(pred_sql: str, gold_sql: str, db_path: str, scoring: Scoring = Scoring.SPIDER
+                      ) -> ExecutionComparison:
+    """Execute both queries on ``db_path`` (read-only) and compare their results by ``scoring``'s rule.
 
     The gold query is SQLite (Spider's convention); on another engine it runs transpiled (:func:`transpile_gold`).
     """
@@ -81,8 +82,8 @@ def compare_execution(pred_sql: str, gold_sql: str, db_path: str) -> ExecutionCo
     if not pred.ok:
         return ExecutionComparison(False, pred_error=pred.error, gold_rows=len(gold.rows))
     ordered = is_ordered(gold_sql)
-    match = results_match(pred, gold, ordered=ordered)
-    relaxed = match or columns_subset_match(pred, gold, ordered=ordered)
+    match = results_match(pred, gold, ordered=ordered, scoring=scoring)
+    relaxed = match or columns_subset_match(pred, gold, ordered=ordered, scoring=scoring)
     return ExecutionComparison(match, relaxed, pred_rows=len(pred.rows), gold_rows=len(gold.rows))
 
 

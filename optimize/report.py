@@ -207,6 +207,7 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
     lines = [
         f"# Evaluation: {meta.get('data')} / {meta.get('split')} ({meta.get('questions')} questions)",
         "",
+        *([f"Scored as {meta['scored as']}.", ""] if meta.get("scored as") else []),
         *([f"Evidence (the data's per-question hints): {meta['evidence']}; value lookup: {meta.get('value lookup', 'on')}.",
            ""] if "evidence" in meta else []),
         *([f"Conversations (SParC): each turn shown the program's own earlier turns: {meta['history']}.", ""]

@@ -26,6 +26,9 @@ from text2sql_dspy.programs.cache import default_cache_dir
 MAX_TURNS = 3
 MAX_HISTORY_CHARS = 1500  # about 400 tokens: the oldest turns go first
 MAX_STANDALONE_CHARS = 600
+# The stand-alone rewrite's reply: one question of at most MAX_STANDALONE_CHARS, even at 3 characters a token, and its
+# field markers; a longer one is thrown away anyway.
+STANDALONE_MAX_TOKENS = 224
 
 
 class Turn(BaseModel):
@@ -108,7 +111,8 @@ def standalone_question(question: str, turns: list[Turn], lm: Any = None) -> str
 
     try:
         with dspy.context(lm=lm or dspy.settings.lm):
-            reply = dspy.Predict(StandAloneQuestion)(conversation=render_history(turns), follow_up=question).question
+            reply = dspy.Predict(StandAloneQuestion)(conversation=render_history(turns), follow_up=question,
+                                                     config={"max_tokens": STANDALONE_MAX_TOKENS}).question
     except MALFORMED_REPLY_ERRORS:
         reply = ""
     rewritten = " ".join(str(reply or "").split()).strip("\"'")

@@ -18,11 +18,15 @@ A folder may also hold ``databases.json``, a mapping from ``db_id`` to where tha
 
 A listed ``db_id`` is served from there (a relative file path is read from the folder); the others from
 ``database/``. Gold SQL stays SQLite: on another engine it is transpiled when scored.
+
+A folder is scored as its benchmark's own evaluator scores it (:func:`scoring_of`): a BIRD layout by BIRD's
+rule, rows as sets; any other (Spider, SParC, the bundled data) by Spider's test-suite rule.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import dspy
@@ -30,6 +34,7 @@ import dspy
 from text2sql_dspy.programs.bundled import BUNDLED_DATA, BUNDLED_DB_ID, ensure_bundled_database
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
+from text2sql_dspy.programs.query.results import Scoring
 
 HUB_SPIDER = "xlangai/spider"
 
@@ -80,6 +85,29 @@ def tables_file(data_dir: Path, split: str) -> Path:
     """The folder's tables file: BIRD's ``<split>_tables.json`` where there is one, else Spider's ``tables.json``."""
     bird = Path(data_dir) / f"{split}_tables.json"
     return bird if bird.is_file() else Path(data_dir) / "tables.json"
+
+
+_BIRD_KEYS = re.compile(r'"(?:evidence|difficulty)"\s*:')
+
+
+def scoring_of(data_dir: Path | str, split: str | None = None) -> Scoring:
+    """How the benchmark in ``data_dir`` is scored: :attr:`Scoring.BIRD` for a BIRD layout, else Spider's rule.
+
+    A BIRD layout: its questions carry BIRD's ``evidence`` or ``difficulty`` (read from the head of
+    ``<split>.json``), or the folder keeps its databases in ``<split>_databases/``, or a database has BIRD's
+    ``database_description/`` beside it.
+    """
+    folder = Path(data_dir)
+    file = folder / f"{split}.json" if split else None
+    if file is not None and file.is_file():
+        with file.open(encoding="utf-8") as fh:
+            if _BIRD_KEYS.search(fh.read(4096)):
+                return Scoring.BIRD
+    if any(p.is_dir() for p in folder.glob("*_databases")):
+        return Scoring.BIRD
+    if any(p.is_dir() for p in folder.glob("*/*/database_description")):
+        return Scoring.BIRD
+    return Scoring.SPIDER
 
 
 def _is_split_file(path: Path) -> bool:

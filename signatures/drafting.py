@@ -12,6 +12,8 @@ class DraftSQL(dspy.Signature):
     Use only tables and columns that appear in the schemas, and the dialect named there.
     Match filter values to the stored values shown in the facts and schema comments (case and spelling);
     follow the user's hint where one is given.
+    The values in schema comments are samples of what a column holds, not filters: filter on a value only where the
+    question or hint names it.
     Return exactly the columns the question asks for. Never modify data.
     """
 
@@ -31,6 +33,8 @@ class EditSQL(dspy.Signature):
     order, count). Write a new query only when the follow-up asks about something else entirely.
     Use only tables and columns that appear in the schemas, and the dialect named there.
     Match filter values to the stored values shown in the facts and schema comments (case and spelling).
+    The values in schema comments are samples of what a column holds, not filters: add a filter on a value only
+    where the follow-up names it.
     Never modify data.
     """
 

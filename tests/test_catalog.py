@@ -72,7 +72,34 @@ def test_render_carries_descriptions_and_samples_but_not_key_samples(tiny_db: Pa
     assert text.startswith("CREATE TABLE users (  -- People who can sign in.")
     assert "organization_id INTEGER NOT NULL REFERENCES organizations(id)" in text
     assert "'suspended'" in text  # a stored value, so the model can match filters
-    assert "e.g. 1, 2" not in text  # key columns carry no samples
+    assert "values like 1, 2" not in text  # key columns carry no samples
+
+
+RECS = ["rec1x5AbCdEf12", "rec9Zz81kLmN3q"]
+OPAQUE = "compare only with ids the question gives"
+
+
+@pytest.mark.parametrize(("column", "comment"), [
+    # a column's samples are its kind of values, not filters to copy
+    (Column(name="status", samples=["Open", "Planning"]), "values like 'Open', 'Planning'"),
+    (Column(name="email", description="the sign-in address", samples=["ann@acme.test"]),
+     "the sign-in address; values like 'ann@acme.test'"),
+    (Column(name="email", description="The sign-in address.", samples=["ann@acme.test"]),
+     "The sign-in address. values like 'ann@acme.test'"),
+    (Column(name="n", type="INTEGER", samples=[1, 2, 3, 4]), "values like 1, 2, 3"),
+    (Column(name="n", type="INTEGER", description="a count", samples=[1, 2]), "a count"),
+    (Column(name="state", description="'A': active", samples=["A"]), "'A': active"),  # the description quotes them
+    (Column(name="at", samples=["2024-01-02 10:00:00"]), ""),  # a timestamp teaches nothing
+    # opaque ids: what they are, with no id and no start of one a model would continue
+    (Column(name="id", primary_key=True, samples=RECS), f"opaque ids (14 characters); {OPAQUE}"),
+    (Column(name="person_ref", samples=["rec1x5AbCdEf12", "a1b2c3d4"]), f"opaque ids (8-14 characters); {OPAQUE}"),
+    (Column(name="person_ref", description="who came", samples=RECS),
+     f"who came; opaque ids (14 characters); {OPAQUE}"),
+])
+def test_a_column_comment_shows_samples_as_examples_and_opaque_ids_by_their_kind(column: Column, comment: str) -> None:
+    line = Table(name="t", columns=[column]).render().splitlines()[1]
+    assert line.partition("  -- ")[2] == comment
+    assert "e.g." not in line and "\u2026" not in line and "'rec" not in line
 
 
 @pytest.mark.parametrize(

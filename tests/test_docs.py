@@ -223,7 +223,7 @@ def test_a_bird_download_s_docs_are_picked_up_beside_its_sqlite_file(tmp_path: P
     bird_folder(db.parent)
     schema = open_source(db).whole_schema
     assert "status TEXT NOT NULL,  -- account state – current; values: 'active': can sign in 'suspended': cannot" in schema
-    assert "-- the sign-in address e.g. 'ann@acme.test'" in schema  # the docs' words and the stored values
+    assert "-- the sign-in address; values like 'ann@acme.test'" in schema  # the docs' words and the stored values
 
 
 def test_docs_over_a_schema_folder_and_in_the_cache_key(tmp_path: Path, tiny_db: Path, tiny_schemas: Path) -> None:

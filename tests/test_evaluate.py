@@ -230,3 +230,67 @@ def test_a_resumed_conversation_rebuilds_its_history_from_the_kept_answers(tmp_p
     prompt = [m for m in lm.history[0]["messages"] if m["role"] == "user"][-1]["content"]
     assert "- Question: How many users are suspended?\n  SQL: SELECT count(*) FROM users WHERE status = 'suspended'" in prompt
     assert len(lm.history) == 2
+
+
+def bird_folder(tmp_path: Path, tiny_db: Path, records: list[dict]) -> Path:
+    """A BIRD download as it unpacks: dev.json (gold SQL as ``SQL``), dev_databases/<db>/<db>.sqlite."""
+    import shutil
+
+    folder = tmp_path / "bird"
+    (folder / "dev_databases" / "tiny").mkdir(parents=True)
+    shutil.copy(tiny_db, folder / "dev_databases" / "tiny" / "tiny.sqlite")
+    (folder / "dev.json").write_text(json.dumps([{"db_id": "tiny", "evidence": "", **r} for r in records]))
+    return folder
+
+
+STATUSES = "SELECT status FROM users ORDER BY status"  # active, active, suspended
+DISTINCT_STATUSES = "SELECT DISTINCT status FROM users ORDER BY status DESC"  # suspended, active
+
+
+def test_a_bird_download_is_scored_as_birds_evaluator_does(tmp_path: Path, tiny_db: Path) -> None:
+    bird, out = bird_folder(tmp_path, tiny_db, [{"question": "Which statuses do users have?", "SQL": STATUSES}]), tmp_path / "b"
+    spider = write_spider_folder(tmp_path / "spider", tiny_db, {"dev": [("Which statuses do users have?", STATUSES)]})
+    argv = ["--split", "dev", "--program", "baseline", "--retrieval", "keyword"]
+    with dspy.context(lm=DummyLM([draft(DISTINCT_STATUSES)])):  # the same set of rows: no duplicates, another order
+        assert evaluation.main([*argv, "--data", str(bird), "--out", str(out)]) == 0
+    record = json.loads((out / "records.jsonl").read_text())
+    assert record["correct"] and record["scored_as"] == "bird"
+    assert json.loads((out / "run.json").read_text())["scoring"] == "bird"
+    assert "Scored as BIRD's evaluator: rows as sets" in (out / "report.md").read_text()
+    with dspy.context(lm=DummyLM([draft(DISTINCT_STATUSES)])):  # Spider's folder, the same question: a multiset
+        assert evaluation.main([*argv, "--data", str(spider), "--out", str(tmp_path / "s")]) == 0
+    record = json.loads((tmp_path / "s" / "records.jsonl").read_text())
+    assert not record["correct"] and record["scored_as"] == "spider"
+    assert "Scored as Spider's test-suite evaluation: rows as a multiset" in (tmp_path / "s" / "report.md").read_text()
+
+
+def test_a_run_scored_by_another_rule_is_scored_again_when_resumed(tmp_path: Path, tiny_db: Path, capsys) -> None:
+    questions = [{"question": "Which statuses do users have?", "SQL": STATUSES},
+                 {"question": "How many organizations are there?", "SQL": "SELECT count(*) FROM organizations"}]
+    bird, out = bird_folder(tmp_path, tiny_db, questions), tmp_path / "run"
+    argv = ["--data", str(bird), "--split", "dev", "--program", "baseline", "--retrieval", "keyword", "--out", str(out)]
+    with dspy.context(lm=DummyLM([draft(DISTINCT_STATUSES)])):
+        assert evaluation.main([*argv, "--limit", "1"]) == 0
+    # as a run before the rule was kept: run.json without it, the record scored by Spider's rule
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({"data": run["data"], "split": run["split"]}))
+    old = json.loads((out / "records.jsonl").read_text())
+    del old["scored_as"]
+    old["correct"] = False
+    (out / "records.jsonl").write_text(json.dumps(old) + "\n")
+    capsys.readouterr()
+    with dspy.context(lm=DummyLM([draft("SELECT count(*) FROM organizations")])):  # only the second is asked
+        assert evaluation.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "1 earlier answers scored again" in printed and "as BIRD's evaluator" in printed
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [(r["correct"], r["scored_as"]) for r in records] == [(True, "bird"), (True, "bird")]
+    assert json.loads((out / "run.json").read_text())["scoring"] == "bird"
+
+
+def test_a_run_on_other_data_is_refused_whatever_its_rule(tmp_path: Path, tiny_db: Path, capsys) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"data": "/elsewhere", "split": "test", "scoring": "bird"}))
+    assert evaluation.main(["--data", str(data), "--out", str(out)]) == 2
+    assert "holds a run on /elsewhere (test); use another --out" in capsys.readouterr().err

@@ -334,6 +334,36 @@ def test_two_processes_adding_at_once_lose_nothing(tiny_db: Path, tmp_path: Path
     assert len({e.id for e in stored}) == 80
 
 
+@pytest.mark.parametrize("file", ["new", "version 1"])
+def test_opening_a_store_another_connection_is_writing_waits_for_it(tmp_path: Path, file: str) -> None:
+    """Switching to WAL raises a read lock to a write lock: SQLite says "database is locked" at once, without its
+    busy timeout, while another connection writes. Two processes making one new store together meet this."""
+    import threading
+    import time
+
+    path = tmp_path / "examples.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    if file == "version 1":  # a store from before the dialect column, in the rollback journal
+        other.execute("CREATE TABLE examples (id INTEGER PRIMARY KEY, db_key TEXT, kind TEXT, question TEXT, sql TEXT)")
+    other.execute("BEGIN IMMEDIATE")  # the other connection's write lock, held for a moment
+    if file == "version 1":
+        other.execute("INSERT INTO examples (db_key, kind, question, sql) VALUES ('k', 'note', 'q', '')")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    started = time.monotonic()
+    try:
+        store = ExampleStore(path)
+    finally:
+        release.join()
+        other.close()
+    assert time.monotonic() - started >= 0.4  # it waited for the lock, and then made the store
+    assert store.keys() == ({"k": 1} if file == "version 1" else {})
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert "dialect" in {row[1] for row in conn.execute("PRAGMA table_info(examples)")}
+    conn.close()
+
+
 def test_threads_sharing_one_store_lose_nothing(store: ExampleStore, source: DataSource) -> None:
     """As a web server's threads share it: every call has its own connection."""
     from concurrent.futures import ThreadPoolExecutor

@@ -3,20 +3,49 @@ query it continues), a query, and the findings expected of one lint; every lint 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 import sqlglot
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table, introspect_sqlite
+from text2sql_dspy.programs.catalog.samples import sampled
+from text2sql_dspy.programs.catalog.values import ValueIndex, build_value_index
+from text2sql_dspy.programs.db.database import SQLiteDatabase
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
 from text2sql_dspy.programs.query.findings import Kind
-from text2sql_dspy.programs.query.join_lints import always_true_join, fan_out, negation_over_join, unused_join
+from text2sql_dspy.programs.query.join_lints import (
+    always_true_join, counted_join_key, fan_out, negation_over_join, off_key_join, unused_join,
+)
 from text2sql_dspy.programs.query.lints import Query, cartesian_join
 from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.query.question_lints import (
-    both_values, dropped_filter, opaque_id, sum_of_key, unasked_limit, value_not_row,
+    both_values, dropped_filter, opaque_id, sum_for_count, sum_of_key, unasked_limit, value_not_row,
 )
+
+# A student club, as BIRD's student_club: majors named in a lookup table, ISO dates as text and as DATE.
+CLUB_DDL = """
+CREATE TABLE major (id INTEGER PRIMARY KEY, major_name TEXT NOT NULL, department TEXT NOT NULL);
+CREATE TABLE member (id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, city TEXT, position TEXT,
+                     link_to_major INTEGER REFERENCES major(id));
+CREATE TABLE event (id INTEGER PRIMARY KEY, event_name TEXT, event_date TEXT, type TEXT, status TEXT);
+CREATE TABLE attendance (link_to_event INTEGER REFERENCES event(id), link_to_member INTEGER REFERENCES member(id),
+                         PRIMARY KEY (link_to_event, link_to_member));
+CREATE TABLE budget (id INTEGER PRIMARY KEY, category TEXT, spent REAL, remaining REAL, amount INTEGER,
+                     event_ref INTEGER REFERENCES event(id));
+CREATE TABLE expense (id INTEGER PRIMARY KEY, expense_description TEXT, expense_date DATE, cost REAL,
+                      member_ref INTEGER REFERENCES member(id), budget_ref INTEGER REFERENCES budget(id));
+INSERT INTO major VALUES (1, 'Business', 'College of Business'), (2, 'Physics', 'Physics and Astronomy');
+INSERT INTO member VALUES (1, 'Sacha', 'Harrison', 'Ramsey', 'Member', 1),
+                          (2, 'Luisa', 'Guidi', 'Provo', 'President', 2);
+INSERT INTO event VALUES (1, 'October Meeting', '2019-10-08', 'Meeting', 'Open'),
+                         (2, 'Spring Social', '2020-03-10', 'Social', 'Closed');
+INSERT INTO attendance VALUES (1, 1), (1, 2), (2, 1);
+INSERT INTO budget VALUES (1, 'Food', 120.0, -20.0, 100, 1), (2, 'Advertisement', 50.0, 25.0, 75, 2);
+INSERT INTO expense VALUES (1, 'Pizza', '2019-10-08', 120.0, 1, 1);
+"""
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +53,23 @@ def catalog(tiny_db: Path) -> Catalog:
     return introspect_sqlite(tiny_db)
 
 
-def query_of(catalog: Catalog, sql: str, question: str = "", previous: str = "") -> Query:
-    tree = normalize_names(sqlglot.parse_one(sql, read="sqlite"))
-    return Query(tree, sql, catalog, CatalogSchema(catalog), "sqlite", None, question, previous)
+@pytest.fixture(scope="module")
+def club(tmp_path_factory: pytest.TempPathFactory) -> tuple[Catalog, ValueIndex]:
+    """The club's catalog, with samples, and its value index."""
+    path = tmp_path_factory.mktemp("club") / "club.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(CLUB_DDL)
+    conn.close()
+    database = SQLiteDatabase(path)
+    catalog = sampled(introspect_sqlite(path), database)
+    return catalog, build_value_index(database, catalog, progress=False)
+
+
+def query_of(catalog: Catalog, sql: str, question: str = "", previous: str = "", hint: str = "",
+             index: ValueIndex | None = None, dialect: str = "sqlite") -> Query:
+    tree = normalize_names(sqlglot.parse_one(sql, read=dialect))
+    values = (lambda: index) if index is not None else None
+    return Query(tree, sql, catalog, CatalogSchema(catalog), dialect, values, question, previous, hint)
 
 
 JOINED = "FROM users u JOIN blocks b ON b.user_id = u.id"  # one user, many blocks
@@ -92,23 +135,111 @@ CASES = [
      "SELECT email FROM users WHERE organization_id = 1 AND status = 'suspended'", []),
     ("dropped", "What about all organizations?", "SELECT email FROM users WHERE status = 'suspended'", []),
     ("dropped", "How many organizations are there?", "SELECT count(*) FROM organizations", []),
+    # the rows below read the club (CLUB_DDL); a question may come with its hint, as (question, hint)
+    # a foreign key joined to a column other than the key it references
+    ("off_key", "", "SELECT x.cost FROM event e JOIN expense x ON e.id = x.budget_ref", [Kind.OFF_KEY_JOIN]),
+    ("off_key", "", "SELECT x.cost FROM budget b JOIN expense x ON b.event_ref = x.budget_ref", [Kind.OFF_KEY_JOIN]),
+    ("off_key", "", "SELECT m.first_name FROM member m, major j WHERE m.link_to_major = j.department",
+     [Kind.OFF_KEY_JOIN]),
+    ("off_key", "", "SELECT x.cost FROM budget b JOIN expense x ON x.budget_ref = b.id", []),
+    ("off_key", "", "SELECT x.cost FROM budget b JOIN expense x ON b.id = x.budget_ref JOIN event e ON "
+     "b.event_ref = e.id", []),
+    ("off_key", "", "SELECT a.link_to_event FROM attendance a JOIN budget b ON a.link_to_event = b.event_ref", []),
+    ("off_key", "", "SELECT x.cost FROM expense x JOIN member m ON m.id = x.member_ref", []),
+    # COUNT of the join's foreign key: each matching row, not each row of the one side
+    ("counted", "How many events had a food budget?", "SELECT count(b.event_ref) FROM event e JOIN budget b ON "
+     "e.id = b.event_ref WHERE b.category = 'Food'", [Kind.COUNTED_JOIN_KEY]),
+    ("counted", "How many members spent money?",
+     "SELECT count(x.member_ref) FROM member m JOIN expense x ON x.member_ref = m.id", [Kind.COUNTED_JOIN_KEY]),
+    ("counted", "", "SELECT count(a.link_to_member) FROM member m JOIN attendance a ON a.link_to_member = m.id "
+     "JOIN major j ON m.link_to_major = j.id WHERE j.major_name = 'Business'", [Kind.COUNTED_JOIN_KEY]),
+    ("counted", "How many events had a food budget?", "SELECT count(DISTINCT b.event_ref) FROM event e JOIN budget b "
+     "ON e.id = b.event_ref WHERE b.category = 'Food'", []),
+    ("counted", "How many budgets does each event have?", "SELECT e.event_name, count(b.event_ref) FROM event e "
+     "JOIN budget b ON e.id = b.event_ref GROUP BY e.id", []),
+    ("counted", "How many budgets are for events?",
+     "SELECT count(b.event_ref) FROM event e JOIN budget b ON e.id = b.event_ref", []),
+    ("counted", "How many times did Sacha attend?", "SELECT count(a.link_to_member) FROM member m JOIN attendance a "
+     "ON a.link_to_member = m.id", []),
+    ("counted", "How many members attended the October Meeting?", "SELECT count(a.link_to_event) FROM event e JOIN "
+     "attendance a ON a.link_to_event = e.id WHERE e.event_name = 'October Meeting'", []),
+    ("counted", "How many members?", "SELECT count(m.id) FROM member m JOIN attendance a ON a.link_to_member = m.id",
+     [Kind.FAN_OUT]),  # fan_out's, not this rule's
+    # SUM of a measure for "how many"
+    ("sum_count", "How many of the budgets had exceeded?",
+     "SELECT sum(CASE WHEN remaining < 0 THEN amount ELSE 0 END) FROM budget", [Kind.SUM_FOR_COUNT]),
+    ("sum_count", "How many budgets are for food?", "SELECT sum(amount) FROM budget WHERE category = 'Food'",
+     [Kind.SUM_FOR_COUNT]),
+    ("sum_count", "What is the number of expenses for pizza?",
+     "SELECT sum(iif(expense_description = 'Pizza', cost, 0)) FROM expense", [Kind.SUM_FOR_COUNT]),
+    ("sum_count", "How many of the budgets had exceeded?",
+     "SELECT sum(CASE WHEN remaining < 0 THEN 1 ELSE 0 END) FROM budget", []),
+    ("sum_count", "How many dollars were spent on food?", "SELECT sum(spent) FROM budget WHERE category = 'Food'", []),
+    ("sum_count", "How many dollars does the pizza cost?", "SELECT sum(cost) FROM expense", []),
+    ("sum_count", "What is the total amount budgeted for food?", "SELECT sum(amount) FROM budget", []),
+    ("sum_count", "How many events were budgeted for?", "SELECT sum(event_ref) FROM budget", []),  # sum_of_key's
+    # a filter the question does not ask for
+    ("unasked", "How many events did Sacha Harrison attend?", "SELECT count(*) FROM member m JOIN attendance a ON "
+     "a.link_to_member = m.id WHERE m.first_name = 'Sacha' AND m.last_name = 'Harrison' AND m.city = 'Ramsey'",
+     [Kind.UNASKED_FILTER]),
+    ("unasked", "List the events.", "SELECT event_name FROM event WHERE status IN ('Open', 'Closed')",
+     [Kind.UNASKED_FILTER]),
+    ("unasked", ("How many majors are there?", "majors of the college"),
+     "SELECT count(*) FROM major WHERE department = 'Physics and Astronomy'", [Kind.UNASKED_FILTER]),
+    ("unasked", "List the open events.", "SELECT event_name FROM event WHERE status = 'Open'", []),
+    ("unasked", "Which members are from the city of Provo?", "SELECT first_name FROM member WHERE city = 'Provo'", []),
+    ("unasked", ("How many events were held?", "held refers to status = 'Closed'"),
+     "SELECT count(*) FROM event WHERE status = 'Closed'", []),
+    ("unasked", "Which members hold a position?", "SELECT first_name FROM member WHERE position = 'President'", []),
+    ("unasked", "List the meetings.", "SELECT event_name FROM event WHERE type = 'Meeting'", []),
+    ("unasked", "", "SELECT event_name FROM event WHERE status = 'Open'", []),
+    ("unasked", "Which events were in 2019?", "SELECT event_name FROM event WHERE event_date = '2019-10-08'", []),
+    # a name compared with a key column
+    ("name_key", "How many members major in Business?",
+     "SELECT count(*) FROM member WHERE link_to_major = 'Business'", [Kind.NAME_AS_KEY]),
+    ("name_key", "", "SELECT count(*) FROM member m JOIN major j ON m.link_to_major = j.id WHERE j.id IN "
+     "('Physics', 'Business')", [Kind.NAME_AS_KEY, Kind.NAME_AS_KEY]),
+    ("name_key", "What did Pizza cost?", "SELECT cost FROM expense WHERE budget_ref = 'Food'", [Kind.NAME_AS_KEY]),
+    ("name_key", "How many members major in Business?", "SELECT count(*) FROM member m JOIN major j "
+     "ON m.link_to_major = j.id WHERE j.major_name = 'Business'", []),
+    ("name_key", "", "SELECT count(*) FROM member WHERE link_to_major = '1'", []),
+    ("name_key", "", "SELECT count(*) FROM member WHERE link_to_major = 'Chemistry'", []),  # held nowhere
+    ("name_key", "", "SELECT count(*) FROM member WHERE city = 'Ramsey'", []),  # no key
+    # a month name matched against ISO dates
+    ("month", "Which events were in October?", "SELECT event_name FROM event WHERE event_date LIKE '%October%'",
+     [Kind.MONTH_NAME_DATE]),
+    ("month", "", "SELECT cost FROM expense WHERE expense_date LIKE '%oct 2019%'", [Kind.MONTH_NAME_DATE]),
+    ("month", "", "SELECT e.event_name FROM event e WHERE e.event_date LIKE '%Mar%' OR e.status = 'Open'",
+     [Kind.MONTH_NAME_DATE]),
+    ("month", "", "SELECT event_name FROM event WHERE event_date LIKE '____-10-%'", []),
+    ("month", "", "SELECT event_name FROM event WHERE event_name LIKE '%October%'", []),
+    ("month", "", "SELECT event_name FROM event WHERE strftime('%m', event_date) = '10'", []),
 ]  # fmt: skip
 PREVIOUS = "SELECT email FROM users WHERE organization_id = 1"
 NAMED = {"fan": fan_out, "dropped": dropped_filter}
+CLUB = {"off_key": off_key_join, "counted": counted_join_key, "sum_count": sum_for_count, "unasked": unasked_filter,
+        "name_key": name_as_key, "month": month_name_date}
 
 
 @pytest.mark.parametrize(("lint", "question", "sql", "kinds"), CASES)
-def test_lints(catalog: Catalog, lint: object, question: str, sql: str, kinds: list[Kind]) -> None:
-    rule = NAMED.get(lint, lint) if isinstance(lint, str) else lint
-    previous = PREVIOUS if lint == "dropped" else ""
-    found = list(rule(query_of(catalog, sql, question, previous)))
+def test_lints(catalog: Catalog, club: tuple[Catalog, ValueIndex], lint: object, question: str | tuple[str, str],
+               sql: str, kinds: list[Kind]) -> None:
+    question, hint = question if isinstance(question, tuple) else (question, "")
+    if lint in CLUB:
+        rules = [CLUB[lint], fan_out] if lint == "counted" else [CLUB[lint]]
+        query = query_of(club[0], sql, question, hint=hint, index=club[1])
+    else:
+        rules = [NAMED.get(lint, lint) if isinstance(lint, str) else lint]
+        query = query_of(catalog, sql, question, PREVIOUS if lint == "dropped" else "")
+    found = [f for rule in rules for f in rule(query)]
     assert [f.kind for f in found] == kinds, [f.message for f in found]
     assert all(f.message and not f.is_error for f in found)
 
 
 def test_every_lint_kind_has_a_case() -> None:
     lint_kinds = {Kind.ALWAYS_TRUE_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES,
-                  Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.DROPPED_FILTER}
+                  Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER,
+                  Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE}
     assert lint_kinds <= {k for *_, kinds in CASES for k in kinds}
 
 
@@ -134,5 +265,40 @@ def test_an_id_copied_from_the_samples(question: str, sql: str, kinds: list[Kind
 
 def test_opaque_ids_show_their_shape_not_their_values() -> None:
     rendered = PEOPLE.table("person").render()
-    assert "ids like 'rec\u2026'" in rendered and RECORD_IDS[0] not in rendered
+    assert "-- opaque ids (14 characters); compare only with ids the question gives" in rendered
+    assert RECORD_IDS[0] not in rendered and "'rec" not in rendered  # no id, nor a start of one to continue
     assert PEOPLE.table("person").column("id").opaque and not PEOPLE.table("person").column("name").opaque
+
+
+@pytest.mark.parametrize(("rule", "sql", "dialect", "message"), [
+    (off_key_join, "SELECT x.cost FROM event e JOIN expense x ON e.id = x.budget_ref", "sqlite",
+     "expense.budget_ref references budget.id, not event.id: join through budget"),
+    (name_as_key, "SELECT count(*) FROM member WHERE link_to_major = 'Business'", "sqlite",
+     "'Business' is compared with the key member.link_to_major; it is a value of major.major_name: join major and "
+     "filter on major_name"),
+    (month_name_date, "SELECT event_name FROM event WHERE event_date LIKE '%October%'", "sqlite",
+     "event_date holds ISO dates ('2019-10-08'): match the month with strftime('%m', event_date) = '10' "
+     "(or event_date LIKE '____-10-%')"),
+    (month_name_date, "SELECT event_name FROM event WHERE event_date LIKE '%Oct%'", "postgres",
+     "event_date holds ISO dates ('2019-10-08'): match the month with event_date LIKE '____-10-%'"),
+])  # fmt: skip
+def test_what_the_club_lints_say(club: tuple[Catalog, ValueIndex], rule: object, sql: str, dialect: str,
+                                 message: str) -> None:
+    assert [f.message for f in rule(query_of(club[0], sql, index=club[1], dialect=dialect))] == [message]
+
+
+def test_a_name_compared_with_a_foreign_key_without_a_value_index(club: tuple[Catalog, ValueIndex]) -> None:
+    sql = "SELECT count(*) FROM member WHERE link_to_major = 'Business'"
+    [finding] = name_as_key(query_of(club[0], sql))
+    assert finding.message == ("'Business' is compared with the key member.link_to_major, which holds ids: join major "
+                               "and filter on the column that names it")
+    assert name_as_key(query_of(club[0], "SELECT count(*) FROM member WHERE id = 'Business'")) == []
+
+
+def test_an_unasked_filter_names_its_literal_for_dropping(club: tuple[Catalog, ValueIndex]) -> None:
+    sql = "SELECT count(*) FROM member WHERE city = 'Ramsey' AND last_name = 'Harrison'"
+    [finding] = unasked_filter(query_of(club[0], sql, "How many members named Harrison?"))
+    assert (finding.message, finding.where) == (
+        "filters city = 'Ramsey', which the question does not ask for: leave the filter out", "'Ramsey'")
+    follow_up = query_of(club[0], sql, "How many are named Harrison?", "SELECT * FROM member WHERE city = 'Ramsey'")
+    assert unasked_filter(follow_up) == []  # the turn it continues asked for it

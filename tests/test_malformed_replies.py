@@ -87,15 +87,20 @@ def test_an_unreadable_draft_is_an_error_not_an_exception(reply: str) -> None:
     assert result.sql == "" and result.confidence == 0.0 and "malformed model reply" in result.error
 
 
-@pytest.mark.parametrize("kind", PROGRAMS)
 @pytest.mark.parametrize("reply", MALFORMED_DRAFTS.values(), ids=MALFORMED_DRAFTS.keys())
-def test_unreadable_draft_lets_the_agent_write_the_query_itself(
-    tiny_db: Path, tiny_schemas: Path, kind: str, reply: Any
-) -> None:
+def test_unreadable_draft_lets_the_agent_write_the_query_itself(tiny_db: Path, tiny_schemas: Path, reply: Any) -> None:
     answers = [reply, step("validate_sql", query=GOOD_SQL), step("finish"), EXTRACT]  # one call: no JSON retry
-    answer = build(kind, tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    answer = build("v1", tiny_db, tiny_schemas, answers).run("How many users are suspended?")
     assert answer.sql == GOOD_SQL and answer.valid
     assert [s.kind for s in answer.steps][:3] == ["draft", "validate_sql", "finish"]  # no second draft: the loop
+
+
+@pytest.mark.parametrize("reply", MALFORMED_DRAFTS.values(), ids=MALFORMED_DRAFTS.keys())
+def test_v2_samples_past_an_unreadable_first_draft(tiny_db: Path, tiny_schemas: Path, reply: Any) -> None:
+    answers = [reply, draft(GOOD_SQL), draft(GOOD_SQL)]  # the two samples agree: a third could not change that
+    answer = build("v2", tiny_db, tiny_schemas, answers).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.valid and answer.metrics.repair_steps == 0
+    assert [s.kind for s in answer.steps][:2] == ["draft", "sample"]
 
 
 @pytest.mark.parametrize("kind", PROGRAMS)

@@ -10,6 +10,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.findings import Kind
 from text2sql_dspy.programs.query.names import did_you_mean, normalize_names, written
 from text2sql_dspy.programs.query.resolution import catalog_tables, check_names
 from text2sql_dspy.programs.query.validator import ValidationResult
@@ -146,3 +147,47 @@ def test_unknown_column_lists_the_real_columns_and_their_owners() -> None:
         "columns of Users: id, Name, org_id, email",
         "'country' is a column of orgs: join that table to use it",
     ]
+
+
+CLUB = Catalog(
+    db_id="student_club",
+    tables=[
+        Table(name="event", columns=[Column(name="event_id", primary_key=True), Column(name="event_name")]),
+        Table(name="member", columns=[Column(name="member_id", primary_key=True), Column(name="first_name"),
+                                      Column(name="major")]),
+        Table(name="attendance", columns=[Column(name="link_to_event", references="event.event_id"),
+                                          Column(name="link_to_member", references="member.member_id")]),
+        Table(name="major", columns=[Column(name="major_id", primary_key=True), Column(name="major_name")]),
+    ],
+)
+ATTENDANCE = "'attendance' is a table, not a column: count its rows ({}), or read one of its columns: link_to_event, link_to_member"
+
+
+@pytest.mark.parametrize(
+    ("sql", "error"),
+    [
+        # joined along the declared key, by the name or the alias the query gives the table it joins to
+        ("SELECT COUNT(attendance) FROM event WHERE event_name = 'x'",
+         "unknown column 'attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_event = event.event_id and COUNT(*)")),
+        ("SELECT T1.attendance FROM event AS T1",
+         "unknown column 'T1.attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_event = T1.event_id and COUNT(*)")),
+        ("SELECT T1.first_name, COUNT(T1.Attendance) FROM member T1 GROUP BY T1.member_id",
+         "unknown column 'T1.Attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_member = T1.member_id and COUNT(*)").replace("'attendance' is", "'Attendance' is")),
+        # already joined: count the join's rows
+        ("SELECT COUNT(attendance) FROM event JOIN attendance ON attendance.link_to_event = event.event_id",
+         "unknown column 'attendance': " + ATTENDANCE.format("COUNT(*)")),
+        # no declared key to the query's tables: the join is left to write
+        ("SELECT COUNT(major) FROM event",
+         "unknown column 'major': 'major' is a table, not a column: count its rows (JOIN major ON ... and COUNT(*)), "
+         "or read one of its columns: major_id, major_name"),
+        # a table of the query has a column of that name: the qualifier is wrong, not the name
+        ("SELECT T1.major FROM event T1 JOIN member T2 ON T1.event_id = T2.member_id", "unknown column 'T1.major'"),
+        ("SELECT major FROM member", None),
+        ("SELECT nothing FROM event", "unknown column 'nothing'"),
+    ],
+)  # fmt: skip
+def test_an_unknown_column_that_names_a_table_says_so_and_how_to_use_it(sql: str, error: str | None) -> None:
+    scopes = traverse_scope(normalize_names(sqlglot.parse_one(sql, read="sqlite")))
+    findings = list(check_names(scopes, sql, CatalogSchema(CLUB, "sqlite")))
+    assert [f.message for f in findings] == ([error] if error else [])
+    assert all(f.kind is Kind.UNKNOWN_COLUMN for f in findings)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from text2sql_dspy.programs.agents.drafting import LOOP_ERROR
 from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.verifier import EARLY, FULL, Model, Verifier, features, load_verifier
 from text2sql_dspy.programs.answer import Preview, Reading
@@ -173,3 +174,24 @@ def test_a_signal_that_means_wrong_never_raises_p_right(name: str, weight: float
     loaded = Verifier.from_json(data)
     assert dict(zip(loaded.early.names, loaded.early.coefficients))[name] == held
     assert dict(zip(loaded.full.names, loaded.full.coefficients))[name] == held
+
+
+RUNAWAY = "SELECT email FROM users WHERE id IN (" + "0, " * 30 + "0)"  # a loop: the draft is cut, no query
+
+
+def test_a_first_draft_that_gave_no_query_is_sampled_past(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(RUNAWAY, 0.95), scripted_draft(GOOD_SQL, 0.9)])
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.95, full=0.9)).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.drafts == 2
+    assert answer.steps[0].note == LOOP_ERROR  # the loop was seen, and the next draft was drawn
+
+
+NAMED = "SELECT count(*) FROM users WHERE status = 'active' AND full_name = 'Ann Lee'"  # nobody asked for Ann Lee
+
+
+def test_a_reading_less_its_unasked_filter_is_offered_and_can_win(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([scripted_draft(NAMED, 0.9)] * 5)
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.5, full=0.5, lints=-3.0)).run(
+        "How many users are active?")
+    assert answer.sql == "SELECT COUNT(*) FROM users WHERE status = 'active'"  # as sqlglot writes it
+    assert [s.kind for s in answer.steps].count("loosen") == 1 and answer.metrics.redrafts == 0

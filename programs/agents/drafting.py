@@ -13,7 +13,8 @@ import dspy
 
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.llm.factory import logprob_config, supports_seed
-from text2sql_dspy.programs.llm.fields import FIELD_END
+from text2sql_dspy.programs.llm.fields import FIELD_END, field_marker
+from text2sql_dspy.programs.llm.shared_llama import loop_end
 from text2sql_dspy.programs.llm.token_logprobs import (
     doubtful_tokens,
     field_tokens,
@@ -26,11 +27,12 @@ from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.source import DataSource
 
-__all__ = ["DRAFT_MAX_TOKENS", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql"]
+__all__ = ["DRAFT_MAX_TOKENS", "LOOP_ERROR", "NEUTRAL_CONFIDENCE", "Draft", "draft_sql"]
 
-# A cap that cuts run-on replies, not answers: the longest gold query in Spider dev and the
-# bundled data is ~130 tokens, and a drafted reply adds ~12 tokens of field markers.
+# The draft's (and the edit's) reply: its one field, the SQL, ends at FIELD_END; the cap is 1.5 times the longest
+# query a question needs, and its field markers, so that it cuts a run-on reply and never an answer.
 DRAFT_MAX_TOKENS = 320
+LOOP_ERROR = "the reply repeated itself until it was cut"
 NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropic)
 
 
@@ -46,6 +48,7 @@ class Draft:
     tokens: int = 0
     doubts: int = 0  # tokens written with a probability under 0.5
     margin: float | None = None  # the smallest lead of a written token over the likeliest other
+    truncated: bool = False  # the reply was cut before it ended: in a repetition loop, or at DRAFT_MAX_TOKENS
 
 
 def draft_sql(
@@ -61,7 +64,9 @@ def draft_sql(
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
-    token log-probabilities, else :data:`NEUTRAL_CONFIDENCE`.
+    token log-probabilities, else :data:`NEUTRAL_CONFIDENCE`. SQL whose tokens repeat themselves (a runaway
+    literal, ``'rec000…'``: the embedded engine cuts such a reply there, a served model runs it to the cap) is no
+    draft: no SQL, :data:`LOOP_ERROR`, confidence 0, whatever its token probabilities say.
     """
     config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
@@ -76,11 +81,21 @@ def draft_sql(
         pred, error = predict_or_error(predictor, config=config, **inputs)
     if pred is None:
         return Draft("", 0.0, error)
+    reply = reply_tokens(pred.get("logprobs"))
+    tokens = field_tokens(reply, "sql")
+    if loop_end([str(t.get("token", "")) for t in tokens]) is not None:
+        return Draft("", 0.0, LOOP_ERROR, tokens=len(tokens), truncated=True)
     sql = clean_sql(str(pred.get("sql") or ""))
     if sql and source is not None:
         sql = source.runnable(sql)
-    tokens = field_tokens(reply_tokens(pred.get("logprobs")), "sql")
     confidence = mean_token_probability(tokens)
     return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL",
                  weakest=lowest_token_probability(tokens), tokens=len(tokens), doubts=doubtful_tokens(tokens),
-                 margin=narrowest_margin(tokens))
+                 margin=narrowest_margin(tokens), truncated=_ran_to_cap(reply))
+
+
+def _ran_to_cap(reply: list[dict[str, Any]]) -> bool:
+    """Whether a reply's tokens fill :data:`DRAFT_MAX_TOKENS`. A prefilled field marker (one entry) was not generated;
+    the last token of a sampled reply carries no probability, so one short of the cap counts."""
+    generated = len(reply) - int(bool(reply) and reply[0].get("token") == field_marker("sql") + "\n")
+    return generated >= DRAFT_MAX_TOKENS - 1

@@ -21,10 +21,11 @@ from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
-__all__ = ["JUDGE_MAX_TOKENS", "judge_sql"]
+__all__ = ["JUDGE_MAX_TOKENS", "VERDICT_MAX_TOKENS", "judge_sql"]
 
-JUDGE_MAX_TOKENS = 200  # a verdict with two short issue lists
-VERDICT_MAX_TOKENS = 16  # "[[ ## is_correct ## ]]\nTrue": the verdict alone
+# Each judge call's reply, capped at what its fields need:
+VERDICT_MAX_TOKENS = 16  # the verdict alone, "[[ ## is_correct ## ]]\nTrue", ended at FIELD_END
+JUDGE_MAX_TOKENS = 200  # the explanation: the verdict and two short lists, issues and suggestions, with their markers
 
 
 def judge_sql(

@@ -173,10 +173,12 @@ class ReActAgent(Text2SQLProgram):
         distinct queries, each checked once and carrying its drafts' votes; and how many drafts were written. A
         follow-up's second reading is the question rewritten to stand alone, drafted afresh."""
         pool: dict[str, Candidate] = {}
-        drafts = 0
+        drafts, weighed = 0, False
         for seed in range(self.candidates):
-            if seed == 1 and not (pool and self._unsure(record, next(iter(pool.values())))):
-                break  # no query drafted, or a first draft sure enough alone
+            if pool and not weighed:  # the first query drafted (a draft that gave none is sampled past)
+                weighed = True
+                if not self._unsure(record, next(iter(pool.values()))):
+                    break  # sure enough alone
             if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
                 break  # adaptive consistency: no further sample could change the majority result
             if seed == 1 and history.turns:

@@ -322,6 +322,8 @@ def _unique_columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 MAX_SAMPLE_CHARS = 30  # longer values are left out whole: a cut value would be copied into SQL as if real
+SAMPLES = "values like "  # a column's kind of values, not filters to copy: a small model copied after "e.g."
+OPAQUE = "compare only with ids the question gives"
 
 
 def _column_comment(column: Column, samples: bool) -> str:
@@ -329,22 +331,25 @@ def _column_comment(column: Column, samples: bool) -> str:
 
     Values are shown only for text columns whose description does not already quote them,
     and never for timestamps, whose format the description gives: they would cost tokens
-    and teach nothing.
+    and teach nothing. They are shown as ``values like 'Open', 'Planning'``: what the column holds, not
+    filters. Opaque ids are not shown at all, nor any start of one that a model could continue (:func:`id_shape`).
     """
     parts = []
     if column.description and not column.primary_key:
         parts.append(_one_line(column.description))
     describes_values = "'" in column.description
     if samples and column.opaque:
-        parts.append(f"ids like {id_shape(column.samples)!r}")
+        parts.append(f"{id_shape(column.samples)}; {OPAQUE}")
     elif samples and column.samples and column.type.upper() == "TEXT" and not describes_values and not column.references:
         shown = [
             s for s in column.samples if isinstance(s, str) and len(s) <= MAX_SAMPLE_CHARS and not _looks_like_timestamp(s)
         ][:3]
         if shown:
-            parts.append("e.g. " + ", ".join(repr(v) for v in shown))
+            parts.append(SAMPLES + ", ".join(repr(v) for v in shown))
     elif samples and column.samples and not column.description and not (column.primary_key or column.references):
-        parts.append("e.g. " + ", ".join(repr(v) for v in column.samples[:3]))
+        parts.append(SAMPLES + ", ".join(repr(v) for v in column.samples[:3]))
+    if len(parts) == 2 and parts[0][-1] not in ".;:!?)":
+        parts[0] += ";"  # "the sign-in address; values like 'ann@acme.test'", not one phrase
     return " ".join(parts)
 
 
@@ -354,13 +359,11 @@ def _opaque_id(value: str) -> bool:
 
 
 def id_shape(samples: list) -> str:
-    """What opaque ids look like, without one of them: their common start and an ellipsis (``'rec…'``)."""
-    texts = [str(s) for s in samples]
-    prefix = texts[0]
-    for text in texts[1:]:
-        while not text.startswith(prefix):
-            prefix = prefix[:-1]
-    return (prefix if 2 <= len(prefix) <= 6 else texts[0][:3]) + "\u2026"
+    """What opaque ids are, without any of them or a start of one that a model would continue into a literal
+    (``'rec…'`` drew ``= 'rec0000…'`` until the token cap): ``opaque ids (17 characters)``."""
+    lengths = sorted({len(str(s)) for s in samples})
+    size = f"{lengths[0]}" if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}"
+    return f"opaque ids ({size} characters)"
 
 
 def _looks_like_timestamp(value: str) -> bool:

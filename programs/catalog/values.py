@@ -18,6 +18,7 @@ whose data changed is indexed again before it is asked about.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -34,7 +35,7 @@ from tqdm import tqdm
 from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column
 from text2sql_dspy.programs.catalog.samples import distinct_query
-from text2sql_dspy.programs.catalog.words import STOPWORDS
+from text2sql_dspy.programs.catalog.words import STOPWORDS, common_word
 from text2sql_dspy.programs.catalog.words import plural_and_singular as _plural_and_singular
 
 __all__ = [
@@ -163,25 +164,67 @@ class ValueIndex:
         "hunter zolomon" is not the hero 'Rip Hunter'), and a phrase's matches much weaker than its best are
         dropped (a fuzzy match beside an exact one). A phrase that names a value exactly matches only the values
         equal to it: not by spelling ("Amazo" the hero is not the race 'Amazon'), nor the longer values that
-        contain it ("Asia" the continent is not the regions 'Eastern Asia', 'Southeast Asia'). A value matched by
-        several phrases ranks higher.
+        contain it ("Asia" the continent is not the regions 'Eastern Asia', 'Southeast Asia'). A phrase whose parts
+        name values of different columns of one table exactly ("Sacha Harrison": ``first_name`` 'Sacha',
+        ``last_name`` 'Harrison') is a name split over them: its parts match nothing in other columns (not the city
+        'Harrison'). A common word alone (:func:`~.words.common_word`) matches only values all of whose words the
+        question has, unless it writes the word as a name (capitalised, not as a sentence's first word): "up" is not
+        in 'Yearly Wrap-up', "person" is not 'Person County', "open" is 'Open', and "no" is 'No Colour' only where
+        the question also says "colour". A value matched by several phrases ranks higher.
         """
         wanted = None if tables is None else {t.casefold() for t in tables}
+        phrases = _phrases(question)
+        asked = set(phrases)
+        words = set(normalise(question).split())
+        as_names = _written_as_names(question)
         found: dict[int, list[tuple[int, float, str]]] = {}  # column -> (entry, score, phrase)
         named: list[str] = []  # phrases that name a value exactly; longer phrases come first
-        for phrase in _phrases(question):
+        split_over: dict[str, set[int]] = {}  # a part of a name split over columns -> the columns it names there
+        for phrase in phrases:
             if all(word in names for word in phrase.split()) or any(f" {phrase} " in f" {n} " for n in named):
                 continue
             hits = [(self._entries[entry][0], entry, score) for entries, score in
                     self._matching(phrase, exact_only=phrase.isdigit()) for entry in entries]
             hits = [h for h in hits if wanted is None or self.columns[h[0]].table.casefold() in wanted]
+            if " " not in phrase and common_word(phrase) and phrase not in as_names:  # a common word alone
+                hits = [h for h in hits if _all_said(self._normal[h[1]], words)]  # names no value but a whole one
             if any(self._normal[entry] == phrase for _, entry, _ in hits):
                 named.append(phrase)
                 hits = [h for h in hits if self._normal[h[1]] == phrase]  # the value it names, nothing longer
+            elif " " in phrase:
+                for part, columns in self._split_name(phrase, asked, wanted).items():
+                    split_over.setdefault(part, set()).update(columns)
+            if phrase in split_over:  # "harrison" of "Sacha Harrison" is the last name, not also a city
+                hits = [h for h in hits if h[0] in split_over[phrase]]
             for column, entry, score in hits:
                 found.setdefault(column, []).append((entry, score, phrase))
         matches = [m for column, hits in found.items() if (m := self._column_match(column, hits)) is not None]
         return sorted(matches, key=lambda m: (-m.score, m.total))[:max_columns]
+
+    def _split_name(self, phrase: str, phrases: set[str], wanted: set[str] | None) -> dict[str, set[int]]:
+        """The parts of ``phrase`` (each one of the question's ``phrases``) that name values of different columns of
+        one table exactly, each with those columns: {"sacha": {first_name}, "harrison": {last_name}}; {} if none."""
+        words = phrase.split()
+        exact: dict[str, list[int]] = {}  # part -> columns holding it exactly
+
+        def columns_of(part: str) -> list[int]:
+            if part not in exact:
+                entries = next((e for e, _ in self._matching(part, exact_only=True)), set())
+                exact[part] = sorted({c for c, _ in (self._entries[e] for e in entries)
+                                      if wanted is None or self.columns[c].table.casefold() in wanted})
+            return exact[part]
+
+        split: dict[str, set[int]] = {}
+        for cuts in range(1, 2 ** (len(words) - 1)):  # each way to cut the phrase into two or more parts
+            bounds = [0, *(i + 1 for i in range(len(words) - 1) if cuts >> i & 1), len(words)]
+            parts = [" ".join(words[a:b]) for a, b in zip(bounds, bounds[1:])]
+            if not all(p in phrases and columns_of(p) for p in parts):
+                continue
+            for choice in itertools.product(*(columns_of(p) for p in parts)):
+                if len(set(choice)) == len(choice) and len({self.columns[c].table for c in choice}) == 1:
+                    for part, column in zip(parts, choice):
+                        split.setdefault(part, set()).add(column)
+        return split
 
     def _column_match(self, column: int, hits: list[tuple[int, float, str]]) -> ValueMatch | None:
         best_of = {}
@@ -404,6 +447,26 @@ def _phrases(question: str) -> list[str]:
                 continue
             phrases.append(" ".join(chunk))
     return list(dict.fromkeys(phrases))
+
+
+def _all_said(value: str, words: set[str]) -> bool:
+    """Whether every word of the normalised ``value`` is one of ``words``, or spelled nearly so ('colour', "color")."""
+    return all(w in words or any(fuzz.ratio(w, said) >= NEAR_SPELLING for said in words) for w in value.split())
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _written_as_names(question: str) -> set[str]:
+    """The normalised words the question capitalises where a sentence does not begin ("members from Person"); none
+    when it capitalises most of its words (a title, or shouting)."""
+    capitalised, count = set(), 0
+    for match in _WORD.finditer(question):
+        count += 1
+        before = question[:match.start()].rstrip(" \t\"'\u201c\u2018([")
+        if match.group()[0].isupper() and before and before[-1] not in ".?!\n":
+            capitalised.update(normalise(match.group()).split())
+    return capitalised if len(capitalised) * 2 <= count else set()
 
 
 def _quoted(value: str) -> str:

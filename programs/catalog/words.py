@@ -3,6 +3,9 @@
 * :data:`STOPWORDS` — words of a question that name no stored value: the value lookup
   (:mod:`~.values`) looks up no phrase that begins or ends with one. :data:`RETRIEVAL_STOPWORDS` is
   the table retriever's variant of the same list (:mod:`~text2sql_dspy.programs.retrieval.retriever`).
+* :func:`common_word` — a common English word (scikit-learn's stop words and a list of frequent nouns, verbs and
+  adjectives of questions): alone, it names only a stored value whose every word the question has ("open" is the
+  status ``'Open'``, not a part of ``'Open Day'``; "up" is not in ``'Yearly Wrap-up'``).
 * :func:`plural_and_singular` — a word with its English plural and singular, for comparing a question's
   words with the schema's whatever their number.
 * :func:`stem` — one light stem per word, so that a question's words and a table's names meet in the
@@ -11,7 +14,9 @@
 
 from __future__ import annotations
 
-__all__ = ["RETRIEVAL_STOPWORDS", "STOPWORDS", "plural_and_singular", "stem"]
+import functools
+
+__all__ = ["FREQUENT_WORDS", "RETRIEVAL_STOPWORDS", "STOPWORDS", "common_word", "plural_and_singular", "stem"]
 
 STOPWORDS = frozenset(
     """a an and are as at be by did do does for from has have how i in is it its me my of on or our than that the their
@@ -22,6 +27,38 @@ STOPWORDS = frozenset(
 #: :data:`STOPWORDS` less the words that are also what columns are called (a table with a ``name`` or a ``total``
 #: column is what a question using them asks for), and with four more auxiliary verbs.
 RETRIEVAL_STOPWORDS = (STOPWORDS - {"count", "total", "average", "name", "names"}) | {"been", "can", "could", "had"}
+
+#: Frequent words of questions over data that are not stop words: people, time, size, order, kinds and places, and
+#: frequent verbs. Each also stands for its plural and its -ed and -ing forms (:func:`stem`).
+FREQUENT_WORDS = frozenset(
+    """person people man men woman women child children member user customer client employee staff student teacher
+    player team year month week day date time hour minute age new old open close closed active current recent latest
+    early late past future total sum amount average mean median max maximum min minimum rate ratio percent percentage
+    share first second third last previous final high higher highest low lower lowest big bigger biggest small
+    smaller smallest large larger largest long longer longest short shorter shortest great good better best bad worse
+    worst more most less least title type kind class category group level status state city country place area
+    region location address home world national local international public private general main major minor order
+    item product price cost value money pay paid payment sale game match event record result score point rank part
+    side end line case way thing work job business company office service system program project full half free real
+    right left top bottom up down out over under make made take took taken give given go went come came get got see
+    saw use used play win won lose lost say said ask call start join live born die died yes no true false male female
+    every both other another same different""".split()
+)
+
+
+@functools.cache
+def _common_words() -> frozenset[str]:
+    try:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    except ImportError:  # scikit-learn is a dependency; without it, the lists here
+        ENGLISH_STOP_WORDS = frozenset()
+    return frozenset(ENGLISH_STOP_WORDS) | STOPWORDS | FREQUENT_WORDS
+
+
+def common_word(word: str) -> bool:
+    """Whether ``word`` (normalised: lower case, no accents) is a common English word, in any of its forms."""
+    common = _common_words()
+    return word in common or stem(word) in common
 
 
 def plural_and_singular(word: str) -> tuple[str, ...]:

@@ -17,6 +17,9 @@ Contract:
   a split never overwrites what a user stored. An identical pair comes back as it is.
 * Durability: WAL journal, ``synchronous=FULL``, a busy timeout, one ``BEGIN IMMEDIATE`` transaction per
   write. A process killed mid-write loses only its uncommitted write; concurrent writers wait their turn.
+  Making the store (the switch to WAL, the table) is retried while another connection holds the lock, for as
+  long as the busy timeout: SQLite answers "database is locked" there at once, without waiting, when two
+  processes make the same new store together (a read lock that cannot be raised to a write lock).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -48,6 +52,8 @@ STORE_ENV = "TEXT2SQL_EXAMPLES"
 STORE_FILENAME = "examples.sqlite"
 STORE_VERSION = 2  # 2: the dialect column
 BUSY_TIMEOUT_MS = 30_000
+RETRY_FIRST_WAIT_S = 0.005  # the first wait before making the store again; doubled each time, up to RETRY_MAX_WAIT_S
+RETRY_MAX_WAIT_S = 0.25
 TRAIN = "train"
 Kind = Literal["pair", "note"]
 Outcome = Literal["added", "merged", "unchanged"]
@@ -232,22 +238,37 @@ class ExampleStore:
     # -- the file -------------------------------------------------------------------------------
 
     def _create(self) -> None:
-        """Make the file a store if it is not one yet (WAL, the table); a store already made is only checked."""
+        """Make the file a store if it is not one yet (WAL, the table); a store already made is only checked.
+
+        Retried while the database is locked, for up to the busy timeout (see the module's contract)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ExampleError(f"cannot create {self.path.parent} for the example store: {exc}. {_FIX}") from None
         with self._connect() as conn:
-            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if tables and "examples" not in tables:
-                raise ExampleError(f"{self.path} is a SQLite database but not an example store. {_FIX}")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > STORE_VERSION:
-                raise ExampleError(f"{self.path} was written by a newer text2sql-dspy (store version {version}). Upgrade it.")
-            if "examples" in tables and version == STORE_VERSION:
-                return
-            conn.execute("PRAGMA journal_mode = WAL")  # kept in the file: every later connection uses it
-        with self._write() as conn:
+            deadline, wait = time.monotonic() + BUSY_TIMEOUT_MS / 1000, RETRY_FIRST_WAIT_S
+            while True:
+                try:
+                    self._make(conn)
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not _locked(exc) or time.monotonic() + wait > deadline:
+                        raise
+                time.sleep(wait)
+                wait = min(wait * 2, RETRY_MAX_WAIT_S)
+
+    def _make(self, conn: sqlite3.Connection) -> None:
+        """One try at :meth:`_create`; a SQLite error is raised as it is, for the caller to retry."""
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "examples" not in tables:
+            raise ExampleError(f"{self.path} is a SQLite database but not an example store. {_FIX}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > STORE_VERSION:
+            raise ExampleError(f"{self.path} was written by a newer text2sql-dspy (store version {version}). Upgrade it.")
+        if "examples" in tables and version == STORE_VERSION:
+            return
+        conn.execute("PRAGMA journal_mode = WAL")  # kept in the file: every later connection uses it
+        with _transaction(conn):
             columns = {row["name"] for row in conn.execute("PRAGMA table_info(examples)")}
             if columns and "dialect" not in columns:  # a version 1 store
                 conn.execute("ALTER TABLE examples ADD COLUMN dialect TEXT NOT NULL DEFAULT ''")
@@ -286,15 +307,8 @@ class ExampleStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One transaction, taken for writing at its start (so a read inside it is never made stale by another writer)."""
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                with suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._connect() as conn, _transaction(conn):
+            yield conn
 
     @staticmethod
     def _row(conn: sqlite3.Connection, example_id: int | None) -> StoredExample:
@@ -303,6 +317,25 @@ class ExampleStore:
 
 DUMPED = ("db_key", "db_id", "kind", "question", "sql", "dialect", "origin", "checked", "created")
 _FIX = "Fix: pass --examples PATH (or set TEXT2SQL_EXAMPLES) to a writable .sqlite file of its own."
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolled back when the block raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused for a lock another connection holds ("database is locked", SQLITE_BUSY)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF == sqlite3.SQLITE_BUSY) or "database is locked" in str(exc)
 
 
 def _write_json(target: Path, rows: list[dict]) -> int:

@@ -21,6 +21,9 @@ Contract of :func:`build_lm`:
   Such a served model's replies are not cached by default (DSPy's cache key
   leaves ``api_base`` out, so two servers' answers would mix, and a garbled
   reply would be replayed); pass ``cache=True`` to cache them.
+* DSPy's "LM response was truncated" warning is dropped (:func:`quiet_truncation_warnings`): a reply cut at its
+  cap or in a loop is the caller's to handle (``Draft.truncated``, ``EngineStats.truncated``), not news for a
+  user's terminal.
 * Remote calls wait at most ``$TEXT2SQL_TIMEOUT_S`` seconds (default 180) for a
   reply and are retried ``$TEXT2SQL_RETRIES`` times (default 2) on a transient
   failure; :mod:`programs.llm.service_errors` words what still fails. LiteLLM's
@@ -29,6 +32,7 @@ Contract of :func:`build_lm`:
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Literal
 
@@ -53,6 +57,7 @@ __all__ = [
     "is_local_model",
     "resolve_model_name",
     "build_lm",
+    "quiet_truncation_warnings",
 ]
 
 LOCAL_MODEL = "local"
@@ -262,6 +267,24 @@ def supports_prefill(lm: Any) -> bool:
     return is_embedded_model(lm)
 
 
+TRUNCATION_LOGGER = "dspy.clients.lm"  # where DSPy 3.4 logs a reply with finish_reason "length", on both paths
+TRUNCATION_NOTICE = "LM response was truncated"
+
+
+class _DropTruncationNotice(logging.Filter):
+    """Drops DSPy's truncation warning; every other record of its logger passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(TRUNCATION_NOTICE)
+
+
+def quiet_truncation_warnings() -> None:
+    """Keep DSPy's "LM response was truncated" warning off the user's terminal (once per process)."""
+    logger = logging.getLogger(TRUNCATION_LOGGER)
+    if not any(isinstance(f, _DropTruncationNotice) for f in logger.filters):
+        logger.addFilter(_DropTruncationNotice())
+
+
 def build_lm(model: str | None = None, *, role: Role = "agent", **kwargs: Any) -> dspy.LM:
     """Build the ``dspy.LM`` for ``role``; see the module docstring for the rules.
 
@@ -271,6 +294,7 @@ def build_lm(model: str | None = None, *, role: Role = "agent", **kwargs: Any) -
     ``$TEXT2SQL_N_THREADS`` or ``os.cpu_count()``),
     ``prefix_cache`` and ``model_path``.
     """
+    quiet_truncation_warnings()
     name = resolve_model_name(model, role=role)
     if is_local_model(name):
         return _build_local(dict(kwargs))

@@ -15,6 +15,9 @@ Contract:
   greedy decoding at temperature 0 (the default), ``max_tokens`` and ``stop``
   from the request, and JSON / JSON-schema constrained decoding when the
   request carries ``response_format`` (DSPy's ``JSONAdapter``).
+* A reply that starts repeating itself (one token 24 times in a row, or a cycle of 2 to 8 tokens over 48) is
+  cut there (:class:`~.shared_llama.RepetitionGuard`) and answered with ``finish_reason="length"``, as a reply
+  cut at ``max_tokens`` is; its text is what came before the cut.
 * A request whose last message is the assistant's is a *prefill*: the model continues that
   turn (the reply is the prefill plus what the model wrote), as Anthropic's API does. The
   adapter uses it to start each reply with its first field marker, so a small model cannot
@@ -70,11 +73,14 @@ from text2sql_dspy.programs.llm.shared_llama import (
     DEFAULT_PREFIX_CACHE,
     PROVIDER,
     EngineStats,
+    RepetitionGuard,
     SharedLlama,
     clear_shared_caches,
     get_shared_llama,
+    loop_end,
     prefill_of,
     release_shared_llamas,
+    repeats_itself,
 )
 from text2sql_dspy.programs.llm.token_logprobs import LogprobRecorder
 
@@ -84,12 +90,15 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_PREFIX_CACHE",
     "EngineStats",
+    "RepetitionGuard",
     "SharedLlama",
     "LlamaCppEngine",
     "AsyncLlamaCppEngine",
     "get_shared_llama",
     "clear_shared_caches",
     "release_shared_llamas",
+    "loop_end",
+    "repeats_itself",
     "request_to_messages",
     "llama_response_format",
 ]

@@ -8,6 +8,11 @@
   prompt tokens the KV cache served. A prompt over ``n_ctx`` raises ``dspy.lm15.ContextLengthError`` (it is
   never truncated), other rejected requests ``InvalidRequestError``, and any other llama.cpp failure
   ``ServerError`` after resetting the model state.
+* A reply whose tokens start repeating themselves (:func:`repeats_itself`: one token 24 times in a row, or a cycle of
+  2 to 8 tokens over 48) is cut there by a stopping criterion (:class:`RepetitionGuard`), not left to run to its
+  ``max_tokens``; its ``finish_reason`` is then ``"length"``, as for a reply cut at its cap. A request with a
+  ``response_format`` (JSON-constrained decoding by llama-cpp-python's chat handler, which takes no stopping
+  criterion) is bounded by its cap alone. ``EngineStats.truncated`` counts the replies cut either way.
 * The KV prefix cache keeps slim states in RAM and, unless ``TEXT2SQL_KV_CACHE_BYTES=0``, on disk
   (:mod:`~text2sql_dspy.programs.llm.prefix_cache`).
 * :func:`clear_shared_caches` forgets every instance's KV state; :func:`release_shared_llamas` frees them
@@ -22,6 +27,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,11 +46,16 @@ __all__ = [
     "DEFAULT_N_CTX",
     "DEFAULT_PREFIX_CACHE",
     "EngineStats",
+    "LOOP_RUN",
+    "LOOP_SPAN",
+    "RepetitionGuard",
     "SharedLlama",
     "get_shared_llama",
     "clear_shared_caches",
     "release_shared_llamas",
     "prefill_of",
+    "loop_end",
+    "repeats_itself",
 ]
 
 PROVIDER = "local"  # the provider that dspy.lm15 errors name
@@ -60,6 +71,11 @@ DEFAULT_DISK_CACHE_BYTES = 2 << 30
 KV_CACHE_BYTES_ENV = "TEXT2SQL_KV_CACHE_BYTES"
 _CTX_ERROR = re.compile(r"Requested tokens \((\d+)\) exceed context window")
 
+# What a repetition loop is (:func:`repeats_itself`): no SQL a question needs repeats itself this long.
+LOOP_RUN = 24  # one token this many times in a row
+LOOP_SPAN = 48  # a cycle of LOOP_PERIODS tokens repeating over this many tokens
+LOOP_PERIODS = range(2, 9)
+
 
 @dataclass
 class EngineStats:
@@ -70,6 +86,8 @@ class EngineStats:
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
+    truncated: int = 0  # replies cut before they ended: at their max_tokens, or in a repetition loop
+    loops_cut: int = 0  # of those, the replies cut in a repetition loop
     seconds: float = 0.0
     load_seconds: float = 0.0
 
@@ -149,6 +167,49 @@ def _slim_state_llama(base: type) -> type:
             )
 
     return SlimStateLlama
+
+
+def repeats_itself(tokens: Sequence[Hashable]) -> bool:
+    """Whether ``tokens`` (a reply's tokens so far) end in a repetition loop: the same token :data:`LOOP_RUN` times
+    in a row, or a cycle of 2 to 8 tokens repeated so that the loop covers :data:`LOOP_SPAN` tokens.
+
+    Only the last :data:`LOOP_SPAN` tokens are read, so a caller may pass just those.
+    """
+    n = len(tokens)
+    if n >= LOOP_RUN and all(tokens[i] == tokens[n - 1] for i in range(n - LOOP_RUN, n - 1)):
+        return True
+    if n < LOOP_SPAN:
+        return False
+    start = n - LOOP_SPAN
+    return any(all(tokens[i] == tokens[i - period] for i in range(start + period, n)) for period in LOOP_PERIODS)
+
+
+def loop_end(tokens: Sequence[Hashable]) -> int | None:
+    """How many of ``tokens`` a reply had when it first ended in a loop (where :class:`RepetitionGuard` cuts it),
+    or None when it never did."""
+    for end in range(min(LOOP_RUN, LOOP_SPAN), len(tokens) + 1):
+        if repeats_itself(tokens[max(0, end - LOOP_SPAN):end]):
+            return end
+    return None
+
+
+class RepetitionGuard:
+    """A llama-cpp-python stopping criterion (``(input_ids, logits) -> bool``) that stops a reply whose generated
+    tokens end in a loop (:func:`repeats_itself`); ``fired`` says whether it did.
+
+    llama.cpp passes the prompt and the tokens generated so far (the one just sampled is not among them, and is
+    dropped when this stops the reply); ``prompt_tokens`` says where the reply starts.
+    """
+
+    def __init__(self, prompt_tokens: int):
+        self.start = int(prompt_tokens)
+        self.fired = False
+
+    def __call__(self, input_ids: Any, logits: Any = None) -> bool:
+        if not self.fired:
+            tail = input_ids[max(self.start, len(input_ids) - LOOP_SPAN):]
+            self.fired = repeats_itself(tail.tolist() if hasattr(tail, "tolist") else list(tail))
+        return self.fired
 
 
 def prefill_of(messages: list[dict[str, str]]) -> str:
@@ -243,26 +304,37 @@ class SharedLlama:
             self.stats.prompt_tokens += n_prompt
             self.stats.cached_prompt_tokens += cached
             self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+            choice = (result.get("choices") or [{}])[0]
+            self.stats.truncated += int(choice.get("finish_reason") == "length")
+            self.stats.loops_cut += int(bool(choice.get("repetition")))
             self.stats.seconds += time.perf_counter() - start
             return result, cached
 
     def _complete(self, messages: list[dict[str, str]], options: dict[str, Any]) -> dict[str, Any]:
-        """``create_chat_completion``, or the continuation of a prefilled assistant turn."""
+        """The model's own chat template rendered and continued (from a prefilled assistant turn, where the last
+        message is one) under a :class:`RepetitionGuard`; ``create_chat_completion`` where a ``response_format``
+        asks for constrained decoding (and nothing is prefilled), or the GGUF has no chat template."""
+        import llama_cpp
+
         prefill = prefill_of(messages)
-        if not prefill:
+        if not prefill and (options.get("response_format") or not self.llm.metadata.get("tokenizer.chat_template")):
             return self.llm.create_chat_completion(messages=messages, stream=False, **options)
-        rendered = self._chat_formatter()(messages=messages[:-1])  # ends with the assistant turn's opening
+        # ends with the assistant turn's opening
+        rendered = self._chat_formatter()(messages=messages[:-1] if prefill else messages)
         prompt = self.llm.tokenize((rendered.prompt + prefill).encode("utf-8"), add_bos=not rendered.added_special,
                                    special=True)
         options = {k: v for k, v in options.items() if k != "response_format"}
         rstop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
         options["stop"] = list(options.get("stop") or []) + rstop
+        guard = RepetitionGuard(len(prompt))
+        options["stopping_criteria"] = llama_cpp.StoppingCriteriaList([guard])
         result = self.llm.create_completion(prompt=prompt, stream=False, **options)
         choice = result["choices"][0]
         return {
             "id": result.get("id"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": prefill + choice["text"]},
-                         "finish_reason": choice.get("finish_reason")}],
+                         "finish_reason": "length" if guard.fired else choice.get("finish_reason"),
+                         "repetition": guard.fired}],
             "usage": result.get("usage") or {},
         }
 

@@ -74,7 +74,8 @@ _WARNINGS = frozenset(
 )  # fmt: skip
 
 
-LINTS = (  # the kinds the lints give: a defect that needs no model to see (lints.py, join_lints.py, question_lints.py)
+LINTS = (  # the kinds the lints give: a defect that needs no model to see (lints.py, join_lints.py, question_lints.py,
+    # filter_lints.py)
     Kind.ALWAYS_TRUE_JOIN, Kind.CARTESIAN_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN,
     Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
     Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY,

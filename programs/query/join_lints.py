@@ -8,6 +8,10 @@
   grouping: each row repeats once per match, and rows without one drop out.
 - :func:`negation_over_join`: the question says "not", and the query filters rows of the many side with ``<>``:
   that keeps a parent with any other child, including one that also has the excluded one.
+- :func:`off_key_join`: ``event.id = expense.budget_ref`` equates a foreign key with a column other than the key it
+  references (``budget.id``): the rows pair by coincidence of numbers; join through the referenced table.
+- :func:`counted_join_key`: ``COUNT(T2.fk)`` of the foreign key a one-to-many join equates with the one side's key,
+  without DISTINCT: it counts the matching T2 rows, not the distinct rows of the one side.
 
 A join is one-to-many from A to B where its condition equates a key of A (its primary key, or a unique column)
 with a column of B that is not B's own key. Each rule works on one SELECT at a time and reads only stored tables.
@@ -20,11 +24,15 @@ from collections.abc import Iterator
 from sqlglot import exp
 from sqlglot.optimizer.scope import walk_in_scope
 
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
+from text2sql_dspy.programs.catalog.values import normalise
+from text2sql_dspy.programs.catalog.words import STOPWORDS
+from text2sql_dspy.programs.query.filter_lints import name_words, named, referenced
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.lints import Query, Source, conjuncts, is_key, resolve, sources
 from text2sql_dspy.programs.query.names import written
 
-__all__ = ["always_true_join", "fan_out", "negation_over_join", "unused_join"]
+__all__ = ["always_true_join", "counted_join_key", "fan_out", "negation_over_join", "off_key_join", "unused_join"]
 
 NEGATION = re.compile(r"\b(not|no|never|without|none|n't|neither|nor|except)\b|n't\b", re.IGNORECASE)
 
@@ -177,3 +185,116 @@ def _negated_column(condition: exp.Expr) -> exp.Column | None:
         if isinstance(inner, exp.In) and isinstance(inner.this, exp.Column) and not inner.args.get("query"):
             return inner.this
     return None
+
+
+def off_key_join(query: Query) -> list[Finding]:
+    """An equality of two stored tables' columns (in ON or WHERE) where one is a foreign key and the other is not the
+    column it references; quiet where both reference the same key (siblings) or the other references this one."""
+    found = []
+    for select in _selects(query):
+        tables = sources(select, query.catalog)
+        clauses = [*(j.args.get("on") for j in select.args.get("joins") or []), select.args.get("where")]
+        for condition in (c for clause in clauses for c in conjuncts(clause)):
+            if not (isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column)
+                    and isinstance(condition.expression, exp.Column)):
+                continue
+            left, right = resolve(condition.this, tables), resolve(condition.expression, tables)
+            if left is None or right is None or left[0].alias == right[0].alias:
+                continue
+            said = sorted(m for m in (_off_key(left, right, query.catalog), _off_key(right, left, query.catalog)) if m)
+            if said:  # the side whose referenced table is the other's first: "join on budget.id"
+                found.append(Finding(kind=Kind.OFF_KEY_JOIN, message=said[0][1],
+                                     where=condition.sql(dialect=query.dialect)))
+    return distinct(found)
+
+
+def _off_key(key: tuple[Source, Column], other: tuple[Source, Column], catalog: Catalog) -> tuple[bool, str] | None:
+    """``(whether other's table is the referenced one, message)`` when ``key`` is a foreign key and ``other`` is not
+    the key it references; None where the two reach a common key along their references (the declared pair either
+    way, siblings, a chain through a composite key), or ``other`` is its table's key by the same name (a reference
+    declared wrong: ``actor.musical_id = musical.musical_id``)."""
+    (source, column), (far, far_column) = key, other
+    target = referenced(column, catalog)
+    if target is None or _reached(source.table, column, catalog) & _reached(far.table, far_column, catalog):
+        return None
+    if is_key(far_column, far.table) and far_column.name.lower() == column.name.lower() != "id":
+        return None
+    table, key_column = target
+    same_table = far.table is table
+    fix = f"join on {table.name}.{key_column.name}" if same_table else f"join through {table.name}"
+    return not same_table, (f"{source.table.name}.{column.name} references {table.name}.{key_column.name}, not "
+                            f"{far.table.name}.{far_column.name}: {fix}")
+
+
+def _reached(table: Table, column: Column, catalog: Catalog) -> set[tuple[int, int]]:
+    """``column`` and the keys it references, directly or through others, as ids of (table, column)."""
+    seen: set[tuple[int, int]] = set()
+    node: tuple[Table, Column] | None = (table, column)
+    while node is not None and (id(node[0]), id(node[1])) not in seen and len(seen) < 8:
+        seen.add((id(node[0]), id(node[1])))
+        node = referenced(node[1], catalog)
+    return seen
+
+
+COUNTED = re.compile(r"\b(?:how many|number of|count)\b(.*)", re.IGNORECASE)
+TIMES = re.compile(r"\bhow (?:many times|often)\b", re.IGNORECASE)
+
+
+def counted_join_key(query: Query) -> list[Finding]:
+    """``COUNT(T2.fk)`` without DISTINCT, where a one-to-many join equates ``T2.fk`` with the one side's key, and the
+    query neither groups by ``T2.fk`` or by a column of the one side (a count per row), nor picks one row of the one
+    side (``one.col = literal``). Given a question, only where the words it counts ("how many", "number of",
+    "count", then three words, stop words aside) name the one side's table and not the other's, and not where it
+    counts times; never where :func:`fan_out` already warns of the same aggregate."""
+    question = query.question
+    counted = COUNTED.search(question) if question and not TIMES.search(question) else None
+    nouns = set([w for w in normalise(counted.group(1)).split() if w not in STOPWORDS][:3]) if counted else set()
+    fanned = {f.where for f in fan_out(query)}
+    found = []
+    for select in _selects(query):
+        tables = sources(select, query.catalog)
+        grouped = {(g.table.lower() or (r[0].alias if (r := resolve(g, tables)) else ""), g.name.lower())
+                   for g in (select.args.get("group") or exp.Group()).expressions if isinstance(g, exp.Column)}
+        for count in select.find_all(exp.Count):
+            name = count.sql(dialect=query.dialect)
+            if count.parent_select is not select or not isinstance(count.this, exp.Column) or name in fanned:
+                continue
+            resolved = resolve(count.this, tables)
+            for one, many, condition in one_to_many(select, tables) if resolved is not None else []:
+                fk = _side(condition, many, tables)
+                if many.alias != resolved[0].alias or fk is not resolved[1] or (many.alias, fk.name.lower()) in grouped:
+                    continue
+                if any(alias == one.alias for alias, _ in grouped) or _picks_one(select, one, tables):
+                    continue
+                if question and not (_names(one, nouns) and not _names(many, nouns)):
+                    continue
+                message = (f"{name} counts each matching {many.table.name} row: to count distinct "
+                           f"{one.table.name} rows use COUNT(DISTINCT {count.this.sql(dialect=query.dialect)})")
+                found.append(Finding(kind=Kind.COUNTED_JOIN_KEY, message=message, where=name))
+                break
+    return distinct(found)
+
+
+def _names(source: Source, words: set[str]) -> bool:
+    """Whether ``words`` name ``source``'s table (a word of its name, by :func:`~.filter_lints.named`)."""
+    return any(named(w, words) for w in name_words(source.table.name))
+
+
+def _side(condition: exp.EQ, source: Source, tables: dict[str, Source]) -> Column | None:
+    """The column of ``condition`` that reads ``source``."""
+    for column in (condition.this, condition.expression):
+        resolved = resolve(column, tables)
+        if resolved is not None and resolved[0].alias == source.alias:
+            return resolved[1]
+    return None
+
+
+def _picks_one(select: exp.Select, source: Source, tables: dict[str, Source]) -> bool:
+    """Whether a WHERE conjunct of ``select`` compares a column of ``source`` with a literal (``=``)."""
+    for condition in conjuncts(select.args.get("where")):
+        if isinstance(condition, exp.EQ):
+            for column, value in ((condition.this, condition.expression), (condition.expression, condition.this)):
+                resolved = resolve(column, tables) if isinstance(column, exp.Column) else None
+                if resolved is not None and resolved[0].alias == source.alias and isinstance(value, exp.Literal):
+                    return True
+    return False

@@ -4,6 +4,8 @@ each (the validator's ``RULES``). Each says nothing without a question.
 - :func:`both_values`: "both X and Y" asked, but one row must hold X or Y (``IN ('X', 'Y')``, ``= 'X' OR = 'Y'``).
 - :func:`unasked_limit`: a LIMIT where the question asks for no top, first, single or counted rows.
 - :func:`sum_of_key`: ``SUM`` over an id column, where the question asks how many.
+- :func:`sum_for_count`: "how many" asked, but the answer adds up a measure the question does not name
+  (``SUM(CASE WHEN remaining < 0 THEN amount ELSE 0 END)`` for "how many budgets had exceeded?").
 - :func:`value_not_row`: "which ... the most" asked, but the answer is ``MAX(...)``/``MIN(...)`` alone.
 - :func:`opaque_id`: a literal compared with a column of opaque ids (:attr:`~..catalog.catalog.Column.opaque`)
   that the question does not quote: copied from a sample, not asked for.
@@ -19,10 +21,13 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from text2sql_dspy.programs.catalog.values import normalise
+from text2sql_dspy.programs.query.filter_lints import name_words, named
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.lints import Query, conjuncts, resolve, sources
 
-__all__ = ["both_values", "dropped_filter", "opaque_id", "sum_of_key", "unasked_limit", "value_not_row"]
+__all__ = ["both_values", "dropped_filter", "opaque_id", "sum_for_count", "sum_of_key", "unasked_limit",
+           "value_not_row"]
 
 BOTH = re.compile(r"\bboth\b|\bas well as\b|\band also\b", re.IGNORECASE)
 SUPERLATIVE = re.compile(
@@ -104,6 +109,64 @@ def sum_of_key(query: Query) -> list[Finding]:
                 message = f"{name} adds up ids, but the question asks how many: count the rows with COUNT(*)"
                 found.append(Finding(kind=Kind.SUM_OF_KEY, message=message, where=name))
     return distinct(found)
+
+
+COUNT_ASKED = re.compile(r"\b(how many|number of)\b", re.IGNORECASE)
+TOTAL_ASKED = re.compile(r"\b(totals?|sum|summed|amounts? of|in all|altogether|combined)\b", re.IGNORECASE)
+UNITS = frozenset("""dollars euros pounds cents money hours minutes seconds days weeks months years miles kilometers
+    km meters metres kilograms kg grams calories points goals runs""".split())
+
+
+def sum_for_count(query: Query) -> list[Finding]:
+    """"How many"/"number of" asked (and no total, sum or amount), but the answer's SELECT shows a ``SUM`` whose summed
+    values (a CASE's or IIF's branches) read columns, none of whose name words is a word of the question after
+    "how many", nor the counted noun a unit ("how many dollars"). ``SUM(CASE WHEN ... THEN 1 ELSE 0 END)`` is a count;
+    a SUM of ids is :func:`sum_of_key`'s."""
+    question = query.question
+    asked = COUNT_ASKED.search(question) if question else None
+    outer = query.tree.unnest() if isinstance(query.tree, exp.Subquery) else query.tree
+    if asked is None or TOTAL_ASKED.search(question) or not isinstance(outer, exp.Select):
+        return []
+    after = normalise(question[asked.end():]).split()
+    keyed = {f.where for f in sum_of_key(query)}
+    if after and after[0] in UNITS:
+        return []
+    tables = sources(outer, query.catalog)
+    found = []
+    for shown in outer.expressions:
+        total = shown.this if isinstance(shown, exp.Alias) else shown
+        if not isinstance(total, exp.Sum) or (name := total.sql(dialect=query.dialect)) in keyed:
+            continue
+        measures = [c for value in _summed(total.this) for c in value.find_all(exp.Column)]
+        if not measures or any(_key_like(c, tables) for c in measures):
+            continue
+        if any(named(w, set(after)) for c in measures for w in name_words(c.name)):
+            continue
+        added = ", ".join(dict.fromkeys(c.name for c in measures))
+        message = (f"{name} adds up {added}, but the question asks how many: count the rows (COUNT(*), or "
+                   "SUM(CASE WHEN ... THEN 1 ELSE 0 END))")
+        found.append(Finding(kind=Kind.SUM_FOR_COUNT, message=message, where=name))
+    return distinct(found)
+
+
+def _summed(value: exp.Expr | None) -> list[exp.Expr]:
+    """The values a SUM adds: a CASE's or IIF's branches (not its conditions), else the expression itself."""
+    if isinstance(value, exp.Paren | exp.Distinct):
+        return _summed(value.this if isinstance(value, exp.Paren) else (value.expressions or [None])[0])
+    if isinstance(value, exp.Case):
+        return [b for i in value.args.get("ifs") or [] for b in _summed(i.args.get("true"))] + _summed(
+            value.args.get("default"))
+    if isinstance(value, exp.If):
+        return _summed(value.args.get("true")) + _summed(value.args.get("false"))
+    return [] if value is None else [value]
+
+
+def _key_like(column: exp.Column, tables: dict) -> bool:
+    """Whether ``column`` is a key, a foreign key, or named like an id (what :func:`sum_of_key` judges)."""
+    resolved = resolve(column, tables)
+    own = resolved[1] if resolved is not None else None
+    return column.name.lower().endswith("id") or (own is not None and bool(
+        own.primary_key or own.unique or own.references))
 
 
 def value_not_row(query: Query) -> list[Finding]:

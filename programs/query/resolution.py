@@ -13,7 +13,9 @@ raise on a repeated source name, name ``CAST(a AS TEXT)`` ``a``, leave ``*`` une
 unqualified HAVING column and count every unqualified column of a subquery as the outer query's.
 So projections are read here, and only the parts that hold on a query as written are sqlglot's.
 
-Every unknown or ambiguous name is reported, each with "did you mean" and the real column lists.
+Every unknown or ambiguous name is reported, each with "did you mean" and the real column lists; an
+unknown column that names a table (``COUNT(attendance)``) is told so, with how to count its rows or
+which of its columns to read.
 Names are compared lower-cased (:func:`~.names.normalize_names` runs first) and shown as written.
 :func:`check_names` gives the findings, :func:`catalog_tables` the catalog tables read.
 """
@@ -199,7 +201,7 @@ class _NameCheck:
                     or (name in self.schema.system_columns and isinstance(source, exp.Table))
                 ):
                     continue
-                yield self.say.unknown_column(column, [(qualifier, source)])
+                yield self.say.unknown_column(column, [(qualifier, source)], here=sources + outer)
                 continue
 
             # unqualified: ORDER BY may name a result alias first (SQLite resolves those first there)
@@ -381,8 +383,11 @@ class NameMessages:
             ),
         )
 
-    def unknown_column(self, column: exp.Column, sources: Sources, outer: Sources | None = None) -> Finding:
-        """Report ``column``; suggest from ``sources`` (listed) and ``outer`` (correlated, not listed)."""
+    def unknown_column(
+        self, column: exp.Column, sources: Sources, outer: Sources | None = None, here: Sources | None = None,
+    ) -> Finding:
+        """Report ``column``; suggest from ``sources`` (listed) and ``outer`` (correlated, not listed). ``here``: every
+        source the query level sees (``sources`` and ``outer`` when not given), for telling a table used as a column."""
         shown_name = written(column.this, self.sql)
         shown = f"{written(column.args.get('table'), self.sql)}.{shown_name}" if column.table else shown_name
         candidates: dict[str, str] = {}
@@ -403,7 +408,55 @@ class NameMessages:
         elsewhere = [t for t in self.schema.column_owners.get(column.name, ()) if t.lower() not in in_query]
         if elsewhere:
             hints.append(f"'{shown_name}' is a column of {', '.join(elsewhere[:5])}: join that table to use it")
-        return Finding(kind=Kind.UNKNOWN_COLUMN, message=f"unknown column '{shown}'", where=shown, suggestions=hints)
+        message = f"unknown column '{shown}'"
+        table = self._table_used_as_column(column.name, here if here is not None else [*sources, *(outer or [])])
+        if table is not None:
+            message += f": {self._not_a_column(shown_name, table, sources)}"
+        return Finding(kind=Kind.UNKNOWN_COLUMN, message=message, where=shown, suggestions=hints)
+
+    def _table_used_as_column(self, name: str, here: Sources) -> str | None:
+        """The catalog key of the table ``name`` names, when no table the query reads has a column ``name``."""
+        keys = [key for key in self.schema.table_names if key == name or key.rpartition(".")[2] == name]
+        if not keys:
+            return None
+        read = {self.schema.table_key(s) for _, s in here if isinstance(s, exp.Table)}
+        owners = {owner.lower() for owner in self.schema.column_owners.get(name, ())}
+        return None if read & owners else keys[0]
+
+    def _not_a_column(self, shown_name: str, key: str, sources: Sources) -> str:
+        """'x is a table, not a column': how to count its rows (a join along a declared key where there is one)
+        or which of its columns to read."""
+        real = self.schema.table_names[key]
+        if any(isinstance(s, exp.Table) and self.schema.table_key(s) == key for _, s in sources):
+            count = "count its rows (COUNT(*))"
+        else:
+            count = f"count its rows (JOIN {real} ON {self._join_on(key, sources) or '...'} and COUNT(*))"
+        columns = self.schema.column_display.get(key, ())
+        more = len(columns) - _MAX_LISTED_COLUMNS
+        listed = ", ".join(columns[:_MAX_LISTED_COLUMNS]) + (f", ... (+{more})" if more > 0 else "")
+        return f"'{shown_name}' is a table, not a column: {count}, or read one of its columns: {listed}"
+
+    def _join_on(self, key: str, sources: Sources) -> str | None:
+        """The ON condition joining table ``key`` to one of ``sources`` along a declared foreign key, or None."""
+        table = self.schema.catalog.table(self.schema.table_names[key])
+        if table is None:
+            return None
+        for _, source in sources:
+            other_key = self.schema.table_key(source) if isinstance(source, exp.Table) else None
+            if other_key not in self.schema.table_names:
+                continue
+            other = self.schema.catalog.table(self.schema.table_names[other_key])
+            if other is None:
+                continue
+            alias = source.args.get("alias")
+            label = written(alias.this, self.sql) if alias is not None and alias.this else other.name
+            for col, ref_table, ref_col in table.foreign_keys:
+                if ref_table.lower() == other_key:
+                    return f"{table.name}.{col} = {label}.{ref_col}"
+            for col, ref_table, ref_col in other.foreign_keys:
+                if ref_table.lower() == key:
+                    return f"{label}.{col} = {table.name}.{ref_col}"
+        return None
 
     def quoted_string(self, column: exp.Column, sources: Sources) -> Finding:
         """The warning for an unknown double-quoted name used as a column, which SQLite reads as a string."""

@@ -4,6 +4,10 @@ Two results are the same when they hold the same rows, values normalised (``1`` 
 PostgreSQL's ``Decimal`` = SQLite's float), column names and column order ignored, as in Spider's
 test-suite evaluation (Zhong, Yu and Klein, EMNLP 2020); in order when the reference query orders
 its output. A failed query is the same as nothing.
+
+A benchmark is scored as its own evaluator scores it (:class:`Scoring`): Spider (and SParC) by the rule
+above; BIRD as its ``evaluation.py`` does, ``set(predicted_rows) == set(gold_rows)``: rows as sets, so
+their order and duplicates are ignored, and columns in the order the gold query gives them.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 import sqlglot
@@ -21,7 +26,24 @@ from sqlglot import exp
 
 from text2sql_dspy.programs.db.database import QueryResult
 
-__all__ = ["ExecutionFacts", "columns_subset_match", "facts_of", "is_ordered", "results_match", "same_result"]
+__all__ = [
+    "ExecutionFacts", "Scoring", "columns_subset_match", "facts_of", "is_ordered", "results_match", "same_result",
+]
+
+
+class Scoring(str, Enum):
+    """Which benchmark's evaluator a predicted result is scored by, against the gold one."""
+
+    SPIDER = "spider"  # Spider's test-suite evaluation (and SParC's): rows as a multiset, columns in any order
+    BIRD = "bird"  # BIRD's evaluation.py: set(predicted_rows) == set(gold_rows)
+
+    @property
+    def description(self) -> str:
+        """The rule in words, as a run's report and ``run.json`` state it."""
+        if self is Scoring.BIRD:
+            return "BIRD's evaluator: rows as sets (order and duplicates ignored), columns in order"
+        return ("Spider's test-suite evaluation: rows as a multiset, in order when the gold query orders them, "
+                "columns in any order")
 
 
 def same_result(a: QueryResult, b: QueryResult) -> bool:
@@ -29,47 +51,58 @@ def same_result(a: QueryResult, b: QueryResult) -> bool:
     return a.ok and b.ok and results_match(a, b, ordered=False)
 
 
-def results_match(pred: QueryResult, gold: QueryResult, *, ordered: bool) -> bool:
-    """Same rows (values normalised), in the same order when ``ordered``.
+def results_match(pred: QueryResult, gold: QueryResult, *, ordered: bool, scoring: Scoring = Scoring.SPIDER) -> bool:
+    """Same rows (values normalised), by ``scoring``'s rule.
 
-    Column names and column order are ignored, as in Spider's test-suite evaluation (Zhong, Yu and
-    Klein, EMNLP 2020): the results match when some order of the predicted columns gives the gold rows.
-    The number of columns must be the same.
+    Spider's (the default): the same multiset of rows, in the same order when ``ordered``; column names and
+    column order are ignored, as in Spider's test-suite evaluation (Zhong, Yu and Klein, EMNLP 2020): the
+    results match when some order of the predicted columns gives the gold rows. The number of columns must
+    be the same. BIRD's: the same set of rows, columns in the same order; ``ordered`` plays no part.
     """
     pred_rows = [_normalise_row(r) for r in pred.rows]
     gold_rows = [_normalise_row(r) for r in gold.rows]
+    if scoring is Scoring.BIRD:
+        return set(pred_rows) == set(gold_rows)
     if len(pred_rows) != len(gold_rows):
         return False
     if not pred_rows:
         return True
-    return len(pred_rows[0]) == len(gold_rows[0]) and _columns_map(pred_rows, gold_rows, ordered=ordered)
+    return len(pred_rows[0]) == len(gold_rows[0]) and _columns_map(pred_rows, gold_rows, list if ordered else Counter)
 
 
 MAX_RELAXED_COLUMNS = 12
 MAX_RELAXED_ASSIGNMENTS = 5_000
 
 
-def columns_subset_match(pred: QueryResult, gold: QueryResult, *, ordered: bool) -> bool:
-    """Same rows once the wider result is cut to the narrower one's columns.
+def columns_subset_match(
+    pred: QueryResult, gold: QueryResult, *, ordered: bool, scoring: Scoring = Scoring.SPIDER,
+) -> bool:
+    """Same rows once the wider result is cut to the narrower one's columns, in any order.
 
     Each column of the narrower result must be a distinct column of the wider one, row for row
-    (in order when ``ordered``): "the top 10 actions" answered without the counts the gold query
-    also selects, or with an extra id column. Too lenient to grade by; reported beside the strict
-    match because gold queries often select more than their question asks for.
+    (in order when ``ordered``; as sets of rows by BIRD's ``scoring``): "the top 10 actions" answered
+    without the counts the gold query also selects, or with an extra id column. Too lenient to grade by;
+    reported beside the strict match because gold queries often select more than their question asks for.
     """
     narrow = [_normalise_row(r) for r in pred.rows]
     wide = [_normalise_row(r) for r in gold.rows]
-    if len(narrow) != len(wide) or not narrow:
-        return False  # two empty results already match strictly
+    if scoring is Scoring.BIRD:
+        narrow, wide, bag = list(dict.fromkeys(narrow)), list(dict.fromkeys(wide)), frozenset
+        if not narrow or not wide:
+            return False  # two empty results already match strictly
+    else:
+        bag = list if ordered else Counter
+        if len(narrow) != len(wide) or not narrow:
+            return False  # two empty results already match strictly
     if len(narrow[0]) > len(wide[0]):
         narrow, wide = wide, narrow
-    return _columns_map(narrow, wide, ordered=ordered)
+    return _columns_map(narrow, wide, bag)
 
 
-def _columns_map(narrow: list[tuple], wide: list[tuple], *, ordered: bool) -> bool:
-    """True when distinct columns of ``wide``, one for each column of ``narrow``, give ``narrow``'s rows
-    (as a list when ``ordered``, else as a multiset). Equal widths: some permutation of the columns."""
-    bag = list if ordered else Counter
+def _columns_map(narrow: list[tuple], wide: list[tuple], bag: Any) -> bool:
+    """True when distinct columns of ``wide``, one for each column of ``narrow``, give ``narrow``'s rows, as
+    ``bag`` collects them (``list``: in order; ``Counter``: a multiset; ``frozenset``: a set). Equal widths:
+    some permutation of the columns."""
     target = bag(narrow)
     if len(narrow[0]) == len(wide[0]) and bag(wide) == target:
         return True  # the columns in the same order

@@ -49,7 +49,15 @@ from text2sql_dspy.programs.db.policy import (
 from text2sql_dspy.programs.query import literals
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct, messages, one_line, suggestions
-from text2sql_dspy.programs.query.join_lints import always_true_join, fan_out, negation_over_join, unused_join
+from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
+from text2sql_dspy.programs.query.join_lints import (
+    always_true_join,
+    counted_join_key,
+    fan_out,
+    negation_over_join,
+    off_key_join,
+    unused_join,
+)
 from text2sql_dspy.programs.query.lints import (
     Query,
     asks_for_keys,
@@ -63,6 +71,7 @@ from text2sql_dspy.programs.query.question_lints import (
     both_values,
     dropped_filter,
     opaque_id,
+    sum_for_count,
     sum_of_key,
     unasked_limit,
     value_not_row,
@@ -135,9 +144,11 @@ def _advice(lint: Rule) -> Rule:
     return contained
 
 
-LINTS: tuple[Rule, ...] = (  # advice: a defect that needs no model to see (lints, join_lints, question_lints)
+LINTS: tuple[Rule, ...] = (  # advice: a defect that needs no model to see (lints, join_lints, question_lints,
+    # filter_lints)
     select_star, limit_without_order, cartesian_join, always_true_join, fan_out, unused_join, negation_over_join,
-    both_values, unasked_limit, sum_of_key, value_not_row, opaque_id, dropped_filter,
+    off_key_join, counted_join_key, both_values, unasked_limit, sum_of_key, sum_for_count, value_not_row, opaque_id,
+    dropped_filter, unasked_filter, name_as_key, month_name_date,
 )
 RULES: tuple[Rule, ...] = (
     names,
