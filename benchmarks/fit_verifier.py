@@ -14,6 +14,7 @@ the full model only where it adds to its AUC.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,10 +46,16 @@ def rechecked(reading: Reading, question: str, db: Path) -> Reading:
     return reading.model_copy(update={"findings": list(check.findings), "valid": check.valid})
 
 
+def lines(file: Path) -> list[str]:
+    """The lines of a collected file: JSONL, gzip-compressed where its name ends with ``.gz``; blank lines left out."""
+    with (gzip.open(file, "rt", encoding="utf-8") if file.suffix == ".gz" else file.open(encoding="utf-8")) as fh:
+        return [line for line in fh.read().splitlines() if line.strip()]
+
+
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
     """Per question: its database, the early row (the greedy draft) and the full rows (each judged result group)."""
     for file in files:
-        for line in file.read_text().splitlines():
+        for line in lines(file):
             record = json.loads(line)
             answer = Answer.model_validate(record["answer"])
             db = database_of(record["db_id"], roots)

@@ -22,6 +22,7 @@ from pathlib import Path
 from text2sql_dspy.optimize.report import paired_comparison, roc_auc
 from text2sql_dspy.programs.calibration import expected_calibration_error
 from text2sql_dspy.programs.query.findings import Kind
+from text2sql_dspy.programs.verdict import Verdict, verdict_of
 
 
 def records(run: Path, program: str) -> list[dict]:
@@ -44,16 +45,18 @@ def sql_of(r: dict) -> str:
 
 
 def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
-    """The answer's verdict; with ``verifier`` (its JSON), read again from its confidence by today's rule: an answer
-    of one draft that the early model was sure of by that model's threshold, any other by the full model's, and
-    none with a noted finding (a warning on the chosen query)."""
+    """The answer's verdict; with ``verifier`` (its JSON), read again from its confidence by today's rule
+    (:func:`~text2sql_dspy.programs.verdict.verdict_of`): an answer of one draft that the early model was sure of
+    by that model's threshold, any other by the full model's, and none with a noted finding (a warning on the chosen
+    query). A record with neither: a confidence at or above ``sure``."""
     if verifier is not None and "steps" in r:
         early = r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r["steps"])
         chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
         noted = any(isinstance(f, dict) and not Kind(f["kind"]).is_error for f in chosen.get("findings", []))
-        return (bool(r.get("sql")) and not noted
-                and float(r.get("confidence") or 0) >= verifier["early_sure" if early else "sure"])
-    return r.get("verdict") == "likely right" if "verdict" in r else float(r.get("confidence") or 0) >= sure
+        words = verdict_of(float(r.get("confidence") or 0), sure=verifier["early_sure" if early else "sure"],
+                           doubtful=verifier["doubtful"], noted=noted)
+        return bool(r.get("sql")) and words is Verdict.LIKELY_RIGHT
+    return r.get("verdict") == Verdict.LIKELY_RIGHT.value if "verdict" in r else float(r.get("confidence") or 0) >= sure
 
 
 def figures(rows: list[dict], sure: float, verifier: dict | None = None) -> dict:

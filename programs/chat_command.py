@@ -30,6 +30,7 @@ def chat(args: argparse.Namespace) -> int:
     _line_editing()
     db_path = args.db or str(ensure_bundled_database())
     program = build_program(args, db_path)
+    program.warm_in_background(db_path)  # read while the user types the first question
     conversation = program.conversation(db_path)
     print(HELP.format(db=program.source(db_path).db_id))
     while True:

@@ -53,7 +53,7 @@ def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Serv
     assert body["sql_pretty"].startswith("SELECT\n  u.email,\n  COUNT(*) AS failed\nFROM users AS u")
     assert body["result"]["columns"] == ["email", "failed"]
     assert body["result"]["rows"] == [["bob@acme.test", 3], ["ann@acme.test", 1]] and body["result"]["row_count"] == 2
-    assert body["confidence_words"] == "check this" and body["judge_words"] == "not judged"
+    assert body["confidence_words"] == "uncalibrated" and body["judge_words"] == "not judged"  # V1: its own score
     assert body["chart"]["kind"] == "bar"
     assert body["chart"]["figure"]["data"][0] == {"type": "bar", "x": ["bob@acme.test", "ann@acme.test"], "y": [3, 1],
                                                  "name": "failed"}
@@ -72,7 +72,7 @@ def v2_answer(tiny_db: Path) -> dict:
 def test_v2_answer_shows_the_judge_in_words(tiny_db: Path) -> None:
     body = v2_answer(tiny_db)
     assert body["judge_score"] == pytest.approx(0.92) and body["judge_words"] == "the judge thinks it answers the question"
-    assert body["confidence_words"] == "likely right"
+    assert body["confidence_words"] == "uncalibrated"  # V2 without its verifier: the judge's mix is no probability
     assert body["chart"]["kind"] == "number" and body["chart"]["value"] == 1
     assert body["calibrated"] is False
 

@@ -60,9 +60,8 @@ def test_anything_else_is_just_the_table(columns: list[str], rows: list[tuple]) 
 @pytest.mark.parametrize(
     ("confidence", "calibration", "words"),
     [
-        (0.9, {}, "likely right"),  # no verdict of its own: the score against the agents' bars
-        (0.5, {}, "check this"),
-        (0.1, {}, "likely wrong"),
+        (0.99, {}, "uncalibrated"),  # a program's own score, which no model turned into a probability: no verdict
+        (0.1, {}, "uncalibrated"),
         (0.95, {"verdict": "check this"}, "check this"),  # the answer's own verdict, whatever the number
         (0.4, {"verdict": "likely wrong"}, "likely wrong"),
     ],

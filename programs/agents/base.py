@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 import threading
 import time
@@ -43,9 +44,13 @@ from text2sql_dspy.programs.retrieval.schema_view import (
 )
 from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
+from text2sql_dspy.programs.verdict import verdict_of
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "verifier"})  # copies of a program share these
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
+logger = logging.getLogger(__name__)
+WARM_QUESTION = "How many rows are there?"  # what warm() drafts for: any question shares the prefix before it
+CALIBRATED_DOUBTFUL = 0.5  # a calibrated probability below it reads "likely wrong"
 _BUILT: dict[tuple, dspy.LM] = {}  # (model name, role, its settings) -> the LM built for it, one per process
 MODEL_SETTINGS = ("TEXT2SQL_", "LLM_", "ANTHROPIC_", "OPENAI_")  # environment variables an LM is built from
 _BUILDING = threading.Lock()
@@ -154,22 +159,15 @@ class Text2SQLProgram(dspy.Module):
         else the answer as it is."""
         calibration = load_calibration(source.store_key, self.calibration_name(), lm_name(lm))
         if calibration is None:
-            return self.estimated(answer)
+            return answer  # V2 words the shipped verifier's probability itself; no other score has a verdict
         probability = calibration.probability(answer)
         sure = calibration.is_sure(probability)
         return answer.model_copy(update={
             "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True, "sure": sure,
             "calibration": calibration.describe(), "basis": calibration.describe(),
-            "verdict": "likely wrong" if probability < 0.5 else "likely right" if sure and not answer.noted else "check this",
+            "verdict": verdict_of(probability, sure=calibration.sure_at, doubtful=CALIBRATED_DOUBTFUL,
+                                  noted=bool(answer.noted)).value,
         })
-
-    def estimated(self, answer: Answer) -> Answer:
-        """Without this database's calibration: ``answer`` with its confidence in words where the program's
-        confidence is the shipped verifier's probability (its ``verifier``); else as it is."""
-        if self.verifier is None or not answer.sql or answer.verdict:
-            return answer
-        verdict = self.verifier.words(answer.confidence, noted=bool(answer.noted))
-        return answer.model_copy(update={"verdict": verdict, "basis": ESTIMATED})
 
     def calibration_name(self) -> str:
         """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes
@@ -185,6 +183,35 @@ class Text2SQLProgram(dspy.Module):
         turns of its conversation) as an :class:`Answer`."""
         path = None if db_path is None else str(db_path)
         return self(question=question, db_path=path, hint=hint, history=history).answer
+
+    def warm_in_background(self, db_path: Path | str | None = None) -> threading.Thread:
+        """:meth:`warm` on a daemon thread, started; a failure there is logged, and the first question meets it."""
+        def warm() -> None:
+            try:
+                self.warm(db_path)
+            except Exception as exc:  # noqa: BLE001 - the question that follows reports it properly
+                logger.info("warming %s failed: %s", db_path, exc)
+
+        thread = threading.Thread(target=warm, name="text2sql-warm", daemon=True)
+        thread.start()
+        return thread
+
+    def warm(self, db_path: Path | str | None = None) -> bool:
+        """Pay now what a first question on ``db_path`` would: its value index, and on the embedded model the draft
+        prompt's prefix (the instructions and a schema view that does not depend on the question) read into the
+        prefix cache by one draft of one token. False where no prefix can be read ahead: another model, or a schema
+        too large to show whole. ``serve`` and ``chat`` call it while the user is not yet waiting."""
+        from text2sql_dspy.programs.agents.drafting import draft_sql
+        from text2sql_dspy.programs.llm.factory import is_embedded_model
+
+        source = self.source(db_path)
+        view = self.schema(source, WARM_QUESTION)
+        if not view.whole or not is_embedded_model(self.lm):
+            return False
+        with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()):
+            draft_sql(self.draft, self.lm, source=source, question=WARM_QUESTION, table_schemas=view.text, facts="",
+                      max_tokens=1)
+        return True
 
     def conversation(self, db_path: Path | str | None = None) -> Conversation:
         """A thread of follow-up questions over ``db_path`` (default: the program's database)."""

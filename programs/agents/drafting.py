@@ -53,7 +53,7 @@ class Draft:
 
 def draft_sql(
     predictor: dspy.Predict, lm: Any, *, source: DataSource | None = None, temperature: float | None = None,
-    seed: int | None = None, **inputs: Any,
+    seed: int | None = None, max_tokens: int = DRAFT_MAX_TOKENS, **inputs: Any,
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
@@ -68,7 +68,7 @@ def draft_sql(
     literal, ``'rec000…'``: the embedded engine cuts such a reply there, a served model runs it to the cap) is no
     draft: no SQL, :data:`LOOP_ERROR`, confidence 0, whatever its token probabilities say.
     """
-    config = logprob_config(lm, max_tokens=DRAFT_MAX_TOKENS, stop=[FIELD_END])  # the SQL is the only field
+    config = logprob_config(lm, max_tokens=max_tokens, stop=[FIELD_END])  # the SQL is the only field
     if temperature is not None:
         config.update(temperature=temperature, rollout_id=seed)
         if supports_seed(lm):

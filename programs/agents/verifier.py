@@ -25,6 +25,7 @@ from typing import Any
 
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
+from text2sql_dspy.programs.verdict import verdict_of
 
 __all__ = ["EARLY", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
 
@@ -139,13 +140,10 @@ class Verifier:
         return model.probability(features(reading, question, drafts=drafts, groups=groups))
 
     def words(self, probability: float, *, early: bool = False, noted: bool = False) -> str:
-        """The verdict in words: "likely right" (at or above the ``sure`` of the model that gave ``probability``: the
-        early one's, given ``early``; never for an answer with a ``noted`` finding, which the user should read),
-        "check this" or "likely wrong"."""
+        """The verdict in words (:func:`~..verdict.verdict_of`) by the cut-offs of the model that gave ``probability``:
+        the early one's ``early_sure`` given ``early``, else ``sure``; ``noted``: the answer carries a warning."""
         sure = self.early_sure if early else self.sure
-        if probability < self.doubtful:
-            return "likely wrong"
-        return "likely right" if probability >= sure and not noted else "check this"
+        return verdict_of(probability, sure=sure, doubtful=self.doubtful, noted=noted).value
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": self.sure,

@@ -18,6 +18,7 @@ from text2sql_dspy.programs.answer import Answer, json_value
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.web.chart import Chart, choose_chart
+from text2sql_dspy.programs.verdict import UNRATED, level_of
 
 MAX_ROWS = 1000  # rows fetched for the table, the chart and the CSV
 SHOWN_ROWS = 20  # rows the page's table shows
@@ -116,29 +117,23 @@ def pretty_sql(sql: str, dialect: str) -> str:
         return sql
 
 
-CONFIDENCE_WORDS = ("likely right", "check this", "likely wrong")
 JUDGE_WORDS = (
     "the judge thinks it answers the question", "the judge is unsure", "the judge thinks it does not answer the question"
 )
 
 
-def in_words(score: float | None, words: tuple[str, str, str], missing: str) -> str:
-    """``score`` against the agents' bars: at least :data:`ACCEPT_SCORE`, at least :data:`LOW_SCORE`, or below."""
-    if score is None:
-        return missing
-    return words[0] if score >= ACCEPT_SCORE else words[1] if score >= LOW_SCORE else words[2]
-
-
 def confidence_words(answer: Answer) -> str:
-    """The answer's own verdict in words where it has one (:attr:`Answer.verdict`); else the score against the
-    agents' bars."""
-    if answer.verdict:
-        return answer.verdict
-    return in_words(answer.confidence, CONFIDENCE_WORDS, "no confidence given")
+    """The answer's verdict (:attr:`Answer.verdict`, :mod:`~..verdict`); :data:`~..verdict.UNRATED` where its score
+    is no estimated probability."""
+    return answer.verdict or UNRATED
 
 
 def judge_words(score: float | None) -> str:
-    return in_words(score, JUDGE_WORDS, "not judged")
+    """The judge's score against the agents' bars: at least :data:`ACCEPT_SCORE`, at least :data:`LOW_SCORE`, or
+    below."""
+    if score is None:
+        return "not judged"
+    return JUDGE_WORDS[0] if score >= ACCEPT_SCORE else JUDGE_WORDS[1] if score >= LOW_SCORE else JUDGE_WORDS[2]
 
 
 def cell_text(value: Any) -> str:
@@ -180,7 +175,7 @@ class AnswerView:
     @property
     def level(self) -> str:
         """``good``, ``warn`` or ``bad``: how the page colours the verdict."""
-        return {CONFIDENCE_WORDS[0]: "good", CONFIDENCE_WORDS[1]: "warn"}.get(self.confidence_words, "bad")
+        return level_of(self.confidence_words)
 
     def reply(self, job: str = "") -> Reply:
         """The :class:`Answer` as it is, with the database, the program, the conversation and turn, the formatted SQL,

@@ -65,7 +65,8 @@ def serve(args: argparse.Namespace) -> int:
     config = config_from(args)
     service = Service(config)
     print(f"text2sql: loading {config.program} and its model...")
-    service.program(config.program)  # a bad program, compiled file or model fails now, not at the first question
+    program = service.program(config.program)  # a bad program, compiled file or model fails now, not at the first question
+    program.warm_in_background(next(iter(config.databases.values())))  # the first database's prefix, read ahead
     app = create_app(service, allowed_hosts=loopback_hosts(config.host))
     shown = f"[{config.host}]" if ":" in config.host else config.host
     print(f"text2sql: serving {', '.join(config.databases)} at http://{shown}:{config.port}/ (Ctrl-C stops it)")

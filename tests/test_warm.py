@@ -1,0 +1,63 @@
+"""Warming (``Text2SQLProgram.warm``): one draft of one token whose prompt is a first question's up to the question,
+on the embedded model only, and never where the schema shown depends on the question."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from text2sql_dspy.programs.agents.baseline import Baseline
+from tests.fakes import GOOD_SQL, logprob_lm, scripted_draft
+
+
+def messages_text(lm: object, call: int) -> str:
+    return "\n".join(str(m.get("content")) for m in lm.history[call]["messages"])
+
+
+@pytest.fixture
+def embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("text2sql_dspy.programs.llm.factory.is_embedded_model", lambda lm: True)
+
+
+def test_warming_reads_a_first_question_s_prompt_up_to_its_question(
+    tiny_db: Path, tiny_schemas: Path, embedded: None
+) -> None:
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)] * 2)
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm)
+    assert program.warm() is True
+    assert lm.engine.requests[0].config.max_tokens == 1 and len(lm.history) == 1
+    program.run("How many users are suspended?")
+    warmed, asked = messages_text(lm, 0), messages_text(lm, 1)
+    shared = os.path.commonprefix([warmed, asked])
+    schema = program.schema(program.source(), "How many users are suspended?").text
+    assert schema in shared  # the whole schema lies in the part the cache serves
+    assert "How many users are suspended?" not in shared
+
+
+def test_nothing_is_warmed_on_another_model(tiny_db: Path, tiny_schemas: Path) -> None:
+    lm = logprob_lm([])
+    assert Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm).warm() is False
+    assert not lm.engine.requests
+
+
+def test_nothing_is_warmed_where_the_schema_shown_depends_on_the_question(
+    tiny_db: Path, tiny_schemas: Path, embedded: None
+) -> None:
+    lm = logprob_lm([])
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, schema_budget=10)
+    assert program.warm() is False and not lm.engine.requests
+
+
+def test_a_failure_while_warming_in_the_background_is_logged_not_raised(
+    tiny_db: Path, tiny_schemas: Path, embedded: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="text2sql_dspy.programs.agents.base")
+    lm = logprob_lm([])  # no reply left: the draft's call fails inside the thread
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm)
+    thread = program.warm_in_background()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and any("warming" in r.getMessage() and "failed" in r.getMessage()
+                                         for r in caplog.records)
