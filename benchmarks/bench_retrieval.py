@@ -41,6 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.catalog.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
 from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
 from text2sql_dspy.programs.catalog.samples import sampled  # noqa: E402
@@ -71,8 +72,11 @@ def spider_sets(folder: Path, limit: int | None) -> list[tuple[str, list[dict], 
         records = json.loads(file.read_text(encoding="utf-8"))[:limit]
         catalogs = {}
         for db_id in sorted({r["db_id"] for r in records}):
-            catalog = load_spider_tables(tables_json, db_id)
-            catalogs[db_id] = with_samples_if_present(catalog, folder / "database" / db_id / f"{db_id}.sqlite")
+            db_path = folder / "database" / db_id / f"{db_id}.sqlite"
+            if tables_json.is_file():
+                catalogs[db_id] = with_samples_if_present(load_spider_tables(tables_json, db_id), db_path)
+            else:  # no tables.json (benchmarks/merge_schemas.py's output): the catalog the program reads
+                catalogs[db_id] = open_source(db_path).catalog
         out.append((f"spider-{split}", records, catalogs))
     return out
 

@@ -3,6 +3,11 @@
     text2sql compile --program v2 --optimizer bootstrap --metric verifier+execution \\
         --train-split train --dev-split dev --out compiled/v2-bootstrap.json
 
+A folder with no dev split (a Spider training file alone) is split by whole databases, seeded::
+
+    text2sql compile --program v2 --optimizer bootstrap --data ../spider-train --train-split train \\
+        --train-databases 24 --dev-databases 8 --per-database 2 --seed 0 --out compiled/v2-spider.json
+
 ``python -m optimize`` runs the same from the repository root.
 """
 
@@ -14,9 +19,34 @@ import json
 from text2sql_dspy.programs.command import Command, non_negative_int, positive_int
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 
+RESUME_HELP = (
+    "where to save the compiled program (.json); a .meta.json goes beside it. Resumable: every LM reply of the "
+    "compile is cached in <out>.lm-cache/ beside it, keyed by model name, prompt and sampling options, so rerunning a "
+    "stopped compile with the same --out and flags replays the program runs, judge calls and proposals it already "
+    "made instead of paying for them again. Not resumed: the store's checks of the training pairs, the SQL runs and "
+    "the optimizer's bookkeeping are redone, and a changed flag, program, prompt or model setting makes new "
+    "calls. A served model's replies are keyed by its name, not its address: delete the folder to start afresh."
+)
+
+
+def database_count(text: str) -> int | float:
+    """argparse type for a number of databases: a whole number (0 or more) or a fraction of them (0 < f < 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a whole number nor a fraction") from None
+    if value.is_integer() and value >= 0:
+        return int(value)
+    if 0 < value < 1:
+        return value
+    raise argparse.ArgumentTypeError(
+        f"give a whole number of databases (0 or more) or a fraction between 0 and 1, got {text}"
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``text2sql compile`` and ``python -m optimize``."""
-    from text2sql_dspy.optimize.compile import OPTIMIZERS, Budget
+    from text2sql_dspy.optimize.compile import DEV_DATABASES, OPTIMIZERS, Budget
     from text2sql_dspy.optimize.metrics import SCORERS
     from text2sql_dspy.programs.agents.registry import PROGRAMS
     from text2sql_dspy.programs.examples.selector import DEFAULT_K
@@ -34,8 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--data", default=str(BUNDLED_DATA), help="Spider-format folder (default: the bundled data/)")
     parser.add_argument("--train-split", default="train")
-    parser.add_argument("--dev-split", default="dev")
-    parser.add_argument("--out", required=True, help="where to save the compiled program (.json); a .meta.json goes beside it")
+    parser.add_argument("--dev-split", default="dev", help="dev split (where --data has none: split by database)")
+    parser.add_argument(
+        "--by-database", action="store_true",
+        help="draw the training and validation questions from --train-split by whole databases, none on both sides, "
+             "and learn only the training databases' pairs (the default where --data has no --dev-split, and implied "
+             "by --train-databases, --dev-databases and --per-database)",
+    )
+    parser.add_argument("--out", required=True, help=RESUME_HELP)
     budget = parser.add_argument_group("budget (every trial is a full program run)")
     budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
     budget.add_argument("--dev-limit", type=non_negative_int, default=defaults.dev_limit, help="dev examples scored before and after (0: none)")
@@ -47,6 +83,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
     budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
     budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="GEPA metric calls")
+    budget.add_argument(
+        "--train-databases", type=database_count, metavar="N",
+        help="by database: training databases, a number or a fraction, drawn with --seed (default: all the others)",
+    )
+    budget.add_argument(
+        "--dev-databases", type=database_count, metavar="M",
+        help=f"by database: validation databases, a number or a fraction, drawn with --seed first "
+             f"(default: {DEV_DATABASES:g} of them; none with --dev-limit 0)",
+    )
+    budget.add_argument(
+        "--per-database", type=positive_int, metavar="K",
+        help="by database: at most K questions from each database, drawn with --seed (default: no cap); "
+             "--train-limit and --dev-limit then take one question from each database in turn",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threshold", type=float, default=0.7, help="score that counts as success when bootstrapping")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
@@ -62,14 +112,19 @@ def compile_and_save(args: argparse.Namespace) -> int:
 
     budget = Budget(
         train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,
-        max_labeled_demos=args.max_labeled_demos, num_trials=args.num_trials, num_candidates=args.num_candidates, max_metric_calls=args.max_metric_calls,
+        max_labeled_demos=args.max_labeled_demos, num_trials=args.num_trials, num_candidates=args.num_candidates,
+        max_metric_calls=args.max_metric_calls, train_databases=args.train_databases, dev_databases=args.dev_databases,
+        per_database=args.per_database,
+    )
+    by_database = args.by_database or any(
+        value is not None for value in (args.train_databases, args.dev_databases, args.per_database)
     )
     config = CompileConfig(
         program=args.program, optimizer=args.optimizer, metric=args.metric, data=args.data, out=args.out,
         train_split=args.train_split, dev_split=args.dev_split, budget=budget, seed=args.seed,
         threshold=args.threshold, model=args.model, judge_model=args.judge_model,
         reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k, threads=args.threads,
-        examples=args.examples, learn=not args.no_learn, k_examples=args.k_examples,
+        examples=args.examples, learn=not args.no_learn, k_examples=args.k_examples, by_database=by_database,
     )
     meta = compile_program(config)
     print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "examples", "learned", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))

@@ -218,6 +218,14 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
     ("SELECT x.name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id",
      "SELECT T3.name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
     ("SELECT x.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id", None),  # both have it: as written
+    # a table's own name (or a near spelling) where the query reads it under an alias: that alias
+    ("SELECT plant.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id",
+     "SELECT T3.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
+    ("SELECT COUNT(plnt.id) FROM unit AS u JOIN plant AS p ON u.plant_id = p.id",
+     "SELECT COUNT(p.id) FROM unit AS u JOIN plant AS p ON u.plant_id = p.id"),
+    ("SELECT units.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id",
+     "SELECT T1.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
+    ("SELECT site.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id", None),  # names neither: as written
     # a column of the enclosing query (correlated) is not moved into the subquery's table
     ("SELECT p.name FROM plant AS p WHERE EXISTS (SELECT 1 FROM unit AS u WHERE u.plant_id = p.id AND p.name = u.unit_name)", None),
     # a table called after a key's role: the table the key references, under the name written

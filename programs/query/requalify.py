@@ -4,7 +4,9 @@
 ``hero_power``, which lacks it. :func:`requalified` rewrites the qualifier when one reading exists:
 
 * exactly one stored table read at that query level has the column: its alias (also for a qualifier that the
-  query never defines, ``T2.song_name`` where only ``T1`` and ``T3`` are read);
+  query never defines, ``T2.song_name`` where only ``T1`` and ``T3`` are read); where several have it, a
+  qualifier the query never defines that is one table's name, or nearly (``superhero.id`` or ``suphero.id`` where
+  ``superhero`` is read as ``s``), takes that table's alias;
 * none does, but the named table is a lookup table (one column besides its key) referenced by a key whose role
   is the column's name (``T2.eye_colour`` on ``colour``, joined by ``eye_colour_id``): that one column;
 * none does, but exactly one table joined by a declared key to the named one has it
@@ -30,6 +32,7 @@ Anything else is left as written, for the validator to report.
 from __future__ import annotations
 
 import sqlglot
+from rapidfuzz import fuzz
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -37,6 +40,8 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
 
 __all__ = ["requalified"]
+
+NEAR_NAME = 85  # rapidfuzz ratio at which an undefined qualifier names a table read under an alias
 
 
 def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
@@ -92,6 +97,8 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
             if not undefined and (table is None or table.column(column.name) is not None):
                 continue  # unqualified, an enclosing query's, or right as written
             owners = [alias for alias, t in tables.items() if t is not None and t.column(column.name) is not None]
+            if undefined and len(owners) > 1:  # 'superhero.id' where superhero is read as s: the table it names
+                owners = [alias for alias in owners if _names(tables[alias], qualifier)] or owners
             if len(owners) == 1:
                 column.set("table", exp.to_identifier(spelled[owners[0]]))
                 changed = True
@@ -104,6 +111,11 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
                     spelled[alias.lower()] = alias
                     changed = True
     return changed
+
+
+def _names(table: Table, qualifier: str) -> bool:
+    """Whether ``qualifier`` is ``table``'s name, or spelled nearly so ('suphero' for ``superhero``)."""
+    return fuzz.ratio(table.name.lower(), qualifier) >= NEAR_NAME
 
 
 def _disambiguate(tree: exp.Expr, catalog: Catalog) -> bool:
