@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -132,7 +133,17 @@ def test_the_shipped_verifier_loads_from_the_package_with_no_network_and_no_fitt
 
 def test_a_verifier_survives_its_json() -> None:
     found = verifier(early=0.7, full=0.4, rows=1.5)
-    assert Verifier.from_json(json.loads(json.dumps(found.to_json()))) == found
+    written = Verifier.from_json(json.loads(json.dumps(found.to_json())))
+    assert Verifier.from_json(written.to_json()) == written  # written once, it reads back as it is
+    reading = Reading(sql="SELECT 1", valid=True, preview=Preview(columns=["n"], rows=[[1]], row_count=1))
+    assert written.probability(reading, "How many?") == pytest.approx(found.probability(reading, "How many?"), abs=1e-9)
+
+
+def test_a_refit_that_differs_in_the_last_bits_writes_the_same_file() -> None:
+    found = verifier(early=0.7, full=0.4, rows=1.5)
+    nudged = replace(found, sure=found.sure * (1 + 1e-15), full=replace(found.full, intercept=found.full.intercept
+                                                                          * (1 + 1e-15)))
+    assert nudged != found and json.dumps(nudged.to_json()) == json.dumps(found.to_json())
     assert found.words(0.85) == "likely right" and found.words(0.5) == "check this" and found.words(0.1) == "likely wrong"
     assert found.words(0.85, noted=True) == "check this" and found.words(0.1, noted=True) == "likely wrong"
     assert found.words(0.85, early=True) == "check this" and found.words(0.95, early=True) == "likely right"

@@ -44,6 +44,13 @@ SINGLE_ASKED = re.compile(r"\b(the (most|least|highest|lowest|largest|smallest|f
                           r"\w+est|maximum|minimum|only one|which one|\bone\b)", re.IGNORECASE)
 
 
+DIGITS = 10  # significant digits a verifier's numbers are written with
+
+
+def _rounded(values: Sequence[float]) -> list[float]:
+    return [float(f"{float(v):.{DIGITS}g}") for v in values]
+
+
 def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 1) -> dict[str, float]:
     """The signals of ``reading`` (a valid query that ran) for ``question``; ``drafts`` written and the distinct
     results (``groups``) they gave, for the full model."""
@@ -109,8 +116,11 @@ class Model:
                                                 for n, w in zip(self.names, self.coefficients, strict=True)))
 
     def to_json(self) -> dict[str, Any]:
-        return {"names": list(self.names), "coefficients": list(self.coefficients), "intercept": self.intercept,
-                "means": list(self.means), "scales": list(self.scales)}
+        """The model as JSON, each number to :data:`DIGITS` significant digits: a refit whose arithmetic differs in
+        the last bits (another BLAS, another CPU) writes the same file."""
+        return {"names": list(self.names), "coefficients": _rounded(self.coefficients),
+                "intercept": _rounded([self.intercept])[0], "means": _rounded(self.means),
+                "scales": _rounded(self.scales)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Model:
@@ -146,8 +156,9 @@ class Verifier:
         return verdict_of(probability, sure=sure, doubtful=self.doubtful, noted=noted).value
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": self.sure,
-                "early_sure": self.early_sure, "doubtful": self.doubtful, "judge_helps": self.judge_helps,
+        sure, early_sure, doubtful = _rounded([self.sure, self.early_sure, self.doubtful])
+        return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": sure,
+                "early_sure": early_sure, "doubtful": doubtful, "judge_helps": self.judge_helps,
                 "fitted_on": self.fitted_on}
 
     @classmethod

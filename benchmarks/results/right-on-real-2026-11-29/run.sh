@@ -1,8 +1,8 @@
 #!/bin/bash
-# The issue "Right on real databases": V2 at aee9e15 (before) and after, on bird-public (129, evidence off and on)
+# The issue "Right on real databases": V2 at aee9e15 (before) and b08ca82 (after), on bird-public (129, evidence off and on)
 # and Spider dev (289), one model thread a run, default settings. Resumable (`--out` resumes).
 #   git worktree add /tmp/wb aee9e15 && pip install --no-deps --target /tmp/snap/before /tmp/wb
-#   git worktree add /tmp/wa HEAD && pip install --no-deps --target /tmp/snap/after /tmp/wa
+#   git worktree add /tmp/wa b08ca82 && pip install --no-deps --target /tmp/snap/after /tmp/wa
 #   bash run.sh OUT NAME SNAPSHOT SET...     (SET: bird-off, bird-on, spider-dev, sparc; LIMIT=N: the first N)
 # then: python benchmarks/verdict_table.py OUT/before/SET OUT/after/SET
 OUT=$(realpath "${1:?usage: run.sh OUT NAME SNAPSHOT SET...}")
