@@ -7,6 +7,7 @@ import logging
 import os
 from pathlib import Path
 
+import dspy
 import pytest
 
 from text2sql_dspy.programs.agents.baseline import Baseline
@@ -61,3 +62,16 @@ def test_a_failure_while_warming_in_the_background_is_logged_not_raised(
     thread.join(timeout=30)
     assert not thread.is_alive() and any("warming" in r.getMessage() and "failed" in r.getMessage()
                                          for r in caplog.records)
+
+
+def test_warming_in_the_background_uses_the_lm_of_the_callers_context(
+    tiny_db: Path, tiny_schemas: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[object] = []
+    monkeypatch.setattr("text2sql_dspy.programs.agents.base.built_lm", lambda *a, **k: built.append(a) or logprob_lm([]))
+    lm = logprob_lm([])
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword")  # its LM: dspy.settings.lm
+    with dspy.context(lm=lm):
+        thread = program.warm_in_background()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and built == []  # no model of its own was built (loaded) in the thread

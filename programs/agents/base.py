@@ -12,6 +12,7 @@ else DSPy's configured one, else built once per model name by a lock-guarded cac
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import hashlib
 import json
@@ -185,14 +186,15 @@ class Text2SQLProgram(dspy.Module):
         return self(question=question, db_path=path, hint=hint, history=history).answer
 
     def warm_in_background(self, db_path: Path | str | None = None) -> threading.Thread:
-        """:meth:`warm` on a daemon thread, started; a failure there is logged, and the first question meets it."""
+        """:meth:`warm` on a daemon thread, started in a copy of the caller's context (so the LM of a ``dspy.context``
+        around the call is the one warmed); a failure there is logged, and the first question meets it."""
         def warm() -> None:
             try:
                 self.warm(db_path)
             except Exception as exc:  # noqa: BLE001 - the question that follows reports it properly
                 logger.info("warming %s failed: %s", db_path, exc)
 
-        thread = threading.Thread(target=warm, name="text2sql-warm", daemon=True)
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(warm,), name="text2sql-warm", daemon=True)
         thread.start()
         return thread
 
