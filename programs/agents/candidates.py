@@ -17,7 +17,7 @@ from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
 
 __all__ = ["Candidate", "choice_score", "close_readings", "combined_confidence", "group_by_result", "judged_score",
-           "majority_settled", "preference", "repair_hints", "returns_nothing"]
+           "lint_weight", "majority_settled", "preference", "repair_hints", "returns_nothing"]
 
 SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
@@ -95,7 +95,9 @@ def majority_settled(run: Run, candidates: list[Candidate], remaining: int) -> b
 
 
 def group_by_result(run: Run, candidates: list[Candidate]) -> list[Candidate]:
-    """One representative per distinct result (the first drafted), carrying the group's votes, most votes first.
+    """One representative per distinct result, carrying the group's votes, most votes first. The representative is
+    the cleanest query of its group (:func:`lint_weight`), the first drafted among equals: the rows are the same,
+    so a defect one way of writing them shows is not held against the others.
 
     Only valid queries that ran can share a result (:func:`~..query.results.same_result`); any other candidate is
     a group of its own.
@@ -108,9 +110,16 @@ def group_by_result(run: Run, candidates: list[Candidate]) -> list[Candidate]:
             match = next((g for g in groups if g.valid and same_result(run(g.sql), result)), None)
         if match is not None:
             match.votes += candidate.votes
+            if lint_weight(candidate) < lint_weight(match):
+                match.draft, match.validation, match.p = candidate.draft, candidate.validation, candidate.p
         else:
             groups.append(Candidate(candidate.draft, candidate.validation, candidate.votes, p=candidate.p))
     return sorted(groups, key=lambda g: -g.votes)
+
+
+def lint_weight(candidate: Candidate) -> tuple[bool, int]:
+    """How much the validator holds against a query, least first: a blocking finding, then the count of lints."""
+    return candidate.blocked, len(candidate.found(*LINTS))
 
 
 def judged_score(candidate: Candidate) -> float:
