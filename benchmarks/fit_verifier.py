@@ -7,26 +7,30 @@
 Each input is what ``benchmarks/collect_candidates.py`` wrote for a training split (never a dev or test set). Every
 reading is checked again by today's validator with its question, so the lints are today's. Cross-validation holds
 out whole databases (scikit-learn's ``GroupKFold``), so its figures say how the verifier does on a database it was
-not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge; the judge is kept in
-the full model only where it adds to its AUC.
+not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge and with and without
+the question-against-query features (``asked.py``); each is kept only where it adds to the AUC out of fold. The
+file's ``fitted_on`` names the training sets (each input's name), how many questions, turns and databases, and a
+digest of the collected answers, so that a refit on the same files writes the same bytes.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from text2sql_dspy.programs.agents.verifier import EARLY, FULL, Verifier, features, fit_model
+from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FULL, Verifier, features, fit_model
 from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.calibration import sure_threshold
 from text2sql_dspy.programs.source import open_source
 
-JUDGE_GAIN = 0.01  # the full model keeps the judge only where it adds this much ROC AUC out of fold
+GAIN = 0.01  # a model keeps the judge, or the question-against-query features, only where they add this much ROC AUC
+# out of fold
 
 
 def database_of(db_id: str, roots: list[Path]) -> Path:
@@ -68,13 +72,18 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
             if first is not None:
                 early = (features(first.model_copy(update={"judge_score": None}), answer.question), right[first.sql])
             full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups)), right[r.sql]) for r in groups]
-            yield {"db": record["db_id"], "early": early, "full": full}
+            yield {"db": record["db_id"], "early": early, "full": full, "turn": record.get("turn")}
 
 
 def auc(scores: list[float], right: list[bool]) -> float | None:
     from sklearn.metrics import roc_auc_score
 
     return None if len(set(right)) < 2 else float(roc_auc_score(right, scores))
+
+
+def shown(value: float | None) -> str:
+    """An AUC as printed: "n/a" where every row is right, or every row wrong."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def out_of_fold(rows: list[dict], right: list[bool], dbs: list[str], names: tuple[str, ...]) -> np.ndarray:
@@ -86,6 +95,39 @@ def out_of_fold(rows: list[dict], right: list[bool], dbs: list[str], names: tupl
         model = fit_model([rows[i] for i in train], [right[i] for i in train], names)
         found[test] = [model.probability(rows[i]) for i in test]
     return found
+
+
+def provenance(files: list[Path], questions: list[dict]) -> dict:
+    """What a verifier was fitted on: the sets (each input file's name less its suffixes), the questions and
+    conversation turns, the databases, and a digest of the inputs' lines."""
+    digest = hashlib.sha256()
+    for file in files:
+        for line in lines(file):
+            digest.update(line.encode("utf-8") + b"\n")
+    turns = sum(q["turn"] is not None for q in questions)
+    return {"sets": [f.name.split(".")[0] for f in files], "questions": len(questions) - turns, "turns": turns,
+            "databases": len({q["db"] for q in questions}), "digest": digest.hexdigest()[:16]}
+
+
+def kept(rows: list, right: list[bool], dbs: list[str], names: tuple[str, ...], label: str) -> tuple[tuple, np.ndarray]:
+    """``names``, with :data:`ASKED` added where they gain :data:`GAIN` ROC AUC out of fold; and that fit's scores."""
+    plain = out_of_fold(rows, right, dbs, names)
+    asked = out_of_fold(rows, right, dbs, (*names, *ASKED))
+    gain = (auc(list(asked), right) or 0) - (auc(list(plain), right) or 0)
+    print(f"  {label}: AUC {shown(auc(list(plain), right))}; with the question-against-query features "
+          f"{shown(auc(list(asked), right))} (gain {gain:+.3f}{', kept' if gain >= GAIN else ''})")
+    return ((*names, *ASKED), asked) if gain >= GAIN else (names, plain)
+
+
+def by_turn(scores: np.ndarray, right: list[bool], turns: list[int | None]) -> None:
+    """The out-of-fold AUC of single questions, first turns and later turns, where there are some of each."""
+    parts = {"single questions": lambda t: t is None, "first turns": lambda t: t == 0,
+             "later turns": lambda t: t is not None and t > 0}
+    for label, keep in parts.items():
+        chosen = [i for i, t in enumerate(turns) if keep(t)]
+        value = auc([float(scores[i]) for i in chosen], [right[i] for i in chosen]) if chosen else None
+        if value is not None:
+            print(f"  {label}: {len(chosen)} rows, AUC {value:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,28 +145,28 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(questions)} questions from {len(set(e_dbs))} databases; early rows {len(e_rows)} "
           f"({sum(e_right)} right), full rows {len(f_rows)} ({sum(f_right)} right)")
     print("\nROC AUC of each signal alone (full rows; sign as it falls):")
-    for name in FULL:
+    for name in (*FULL, *ASKED):
         value = auc([r[name] for r in f_rows], f_right)
         if value is not None:
             print(f"  {name:32s} {max(value, 1 - value):.3f}{'' if value >= 0.5 else ' (lower is righter)'}")
-    early_oof = out_of_fold(e_rows, e_right, e_dbs, EARLY)
+    print("\nout of fold (whole databases held out):")
+    early_names, early_oof = kept(e_rows, e_right, e_dbs, EARLY, "early")
     without_judge = tuple(n for n in FULL if n not in ("judge", "judged"))
-    full_oof = out_of_fold(f_rows, f_right, f_dbs, FULL)
-    plain_oof = out_of_fold(f_rows, f_right, f_dbs, without_judge)
+    full_names, full_oof = kept(f_rows, f_right, f_dbs, FULL, "full, with the judge")
+    plain_names, plain_oof = kept(f_rows, f_right, f_dbs, without_judge, "full, without the judge")
     gain = (auc(list(full_oof), f_right) or 0) - (auc(list(plain_oof), f_right) or 0)
-    print(f"\nout of fold (whole databases held out): early AUC {auc(list(early_oof), e_right):.3f}; full AUC "
-          f"{auc(list(full_oof), f_right):.3f} with the judge, {auc(list(plain_oof), f_right):.3f} without "
-          f"(gain {gain:+.3f})")
-    judge_helps = gain >= JUDGE_GAIN
-    names = FULL if judge_helps else without_judge
+    judge_helps = gain >= GAIN
+    print(f"  the judge adds {gain:+.3f}{': kept' if judge_helps else ''}")
+    names = full_names if judge_helps else plain_names
     chosen_oof = full_oof if judge_helps else plain_oof
+    by_turn(chosen_oof, f_right, [questions[i]["turn"] for i in asked])
     answers: dict[int, tuple[float, bool]] = {}  # each question's answer: its likeliest group, as V2 chooses
     for i, (p, y) in zip(asked, zip(chosen_oof, f_right, strict=True), strict=True):
         if i not in answers or p > answers[i][0]:
             answers[i] = (float(p), y)
     final = sorted(answers.values())
     print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
-          f"{auc([p for p, _ in final], [y for _, y in final]):.3f}")
+          f"{shown(auc([p for p, _ in final], [y for _, y in final]))}")
     sure = sure_threshold([p for p, _ in final], [y for _, y in final]) or 1.01
     doubtful = 0.3
     for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
@@ -132,11 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(below) >= 10 and sum(below) / len(below) <= 0.3:
             doubtful = p
     early_sure = sure_threshold([float(p) for p in early_oof], e_right) or 1.01
-    kept = [y for p, y in final if p >= sure]
-    print(f"sure at {sure:.3f} ({len(kept)} answers, {sum(kept)} right); early sure at {early_sure:.3f}; "
+    sure_kept = [y for p, y in final if p >= sure]
+    print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); early sure at {early_sure:.3f}; "
           f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")
-    verifier = Verifier(fit_model(e_rows, e_right, EARLY), fit_model(f_rows, f_right, names), sure, doubtful,
-                        judge_helps, fitted_on=", ".join(str(f.name) for f in args.files), early_sure=early_sure)
+    verifier = Verifier(fit_model(e_rows, e_right, early_names), fit_model(f_rows, f_right, names), sure, doubtful,
+                        judge_helps, fitted_on=provenance(args.files, questions), early_sure=early_sure)
     args.out.write_text(json.dumps(verifier.to_json(), indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

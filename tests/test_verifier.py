@@ -14,7 +14,7 @@ import pytest
 
 from text2sql_dspy.programs.agents.drafting import LOOP_ERROR
 from text2sql_dspy.programs.agents.react import ReActAgentV2
-from text2sql_dspy.programs.agents.verifier import EARLY, FULL, Model, Verifier, features, load_verifier
+from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FULL, Model, Verifier, features, load_verifier
 from text2sql_dspy.programs.answer import Preview, Reading
 from text2sql_dspy.programs.query.findings import Finding, Kind
 from tests.fakes import GOOD_SQL, logprob_lm, scripted_draft, scripted_verdict
@@ -30,7 +30,7 @@ def constant(names: tuple[str, ...], p: float, **weights: float) -> Model:
 
 def verifier(early: float, full: float = 0.5, *, judge_helps: bool = False, **weights: float) -> Verifier:
     return Verifier(constant(EARLY, early), constant(FULL, full, **weights), sure=0.8, doubtful=0.3,
-                    judge_helps=judge_helps, fitted_on="test", early_sure=0.9)
+                    judge_helps=judge_helps, fitted_on={"sets": ["test"]}, early_sure=0.9)
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def test_a_lint_is_a_feature() -> None:
 def test_the_shipped_verifier_loads_from_the_package_with_no_network_and_no_fitting() -> None:
     shipped = load_verifier()
     assert shipped is not None and 0 < shipped.doubtful < shipped.sure <= 1.0 and shipped.fitted_on
-    assert set(shipped.early.names) <= set(EARLY) and set(shipped.full.names) <= set(FULL)  # a lint added since: no weight
+    assert set(shipped.early.names) <= {*EARLY, *ASKED} and set(shipped.full.names) <= {*FULL, *ASKED}  # a lint added since: no weight
     code = ("import sys, socket\n"
             "def refuse(*a, **k): raise OSError('no network in this test')\n"
             "socket.socket.connect = refuse\n"

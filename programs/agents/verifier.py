@@ -23,16 +23,17 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from text2sql_dspy.programs.agents.asked import ASKED, asked_features
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.verdict import verdict_of
 
-__all__ = ["EARLY", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
+__all__ = ["ASKED", "EARLY", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
 
 FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
 # Signals that mean "wrong" where they fire: a fitted weight may lower P(right) by them, never raise it.
 MEANS_WRONG = ("empty", "null_only", "repeated_rows", "count_asked_not_one_number", "list_asked_one_row",
-               "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED))
+               "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED), *(a for a in ASKED if a.startswith("unmet")))
 EARLY = (
     "confidence", "weakest", "tokens", "rows", "empty", "null_only", "repeated_rows", "count_asked_one_number",
     "count_asked_not_one_number", "list_asked_one_row", "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED),
@@ -85,6 +86,7 @@ def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 
         "groups": float(min(groups, 3)),
         "judge": _logit(reading.judge_score) if judged else 0.0,
         "judged": float(judged),
+        **asked_features(question, reading.sql),
     }
     return found
 
@@ -133,14 +135,15 @@ class Verifier:
     """The two models, the probability at and above which answers were right 90% of the time out of fold (``sure``;
     ``early_sure`` for the early model),
     the one below which they were wrong most of the time (``doubtful``), whether the judge's verdict adds to the full
-    model (``judge_helps``), and what they were fitted on."""
+    model (``judge_helps``), and what they were fitted on (``fitted_on``: the training sets, how many questions,
+    turns and databases, and a digest of the collected answers)."""
 
     early: Model
     full: Model
     sure: float
     doubtful: float
     judge_helps: bool
-    fitted_on: str
+    fitted_on: Mapping[str, Any]
     early_sure: float = 1.01  # the early model's "sure": one draft is enough
 
     def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
@@ -159,14 +162,19 @@ class Verifier:
         sure, early_sure, doubtful = _rounded([self.sure, self.early_sure, self.doubtful])
         return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": sure,
                 "early_sure": early_sure, "doubtful": doubtful, "judge_helps": self.judge_helps,
-                "fitted_on": self.fitted_on}
+                "fitted_on": dict(self.fitted_on)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verifier:
         early, full = (Model.from_json(data[m]).never_raising(MEANS_WRONG) for m in ("early", "full"))
         return cls(early, full, float(data["sure"]),
-                   float(data["doubtful"]), bool(data["judge_helps"]), str(data["fitted_on"]),
+                   float(data["doubtful"]), bool(data["judge_helps"]), _provenance(data["fitted_on"]),
                    float(data.get("early_sure", 1.01)))
+
+
+def _provenance(fitted_on: Any) -> dict[str, Any]:
+    """``fitted_on`` as an object; a verifier written before it was one names its files in a string."""
+    return dict(fitted_on) if isinstance(fitted_on, Mapping) else {"sets": [str(fitted_on)]}
 
 
 @cache

@@ -1,0 +1,86 @@
+"""The verifier's fit (benchmarks/fit_verifier.py) on a small fixture of collected answers: it writes a verifier that
+loads, whose ``fitted_on`` says what it was fitted on, and a refit on the same files writes the same bytes."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from text2sql_dspy.programs.agents.verifier import Verifier
+from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
+
+
+def _module(name: str) -> Any:
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fit = _module("fit_verifier")
+
+RIGHT = "SELECT count(*) FROM users WHERE status = 'suspended'"
+WRONG = "SELECT count(*) FROM users"
+
+
+def record(index: int, db_id: str, *, turn: int | None = None) -> dict:
+    """A collected question: two judged readings, the right one drafted with more confidence in most questions."""
+    sure = 0.9 if index % 5 else 0.6  # a fifth of the questions are less clear-cut
+    readings = [
+        Reading(sql=RIGHT, valid=True, confidence=sure, weakest=sure - 0.2, tokens=14, votes=2, judge_score=0.8,
+                preview=Preview(columns=["count(*)"], rows=[[1]])),
+        Reading(sql=WRONG, valid=True, confidence=1.2 - sure, weakest=0.3, tokens=8, votes=1, judge_score=0.4,
+                preview=Preview(columns=["count(*)"], rows=[[5]])),
+    ]
+    first = RIGHT if index % 3 else WRONG
+    answer = Answer(question="How many users are suspended?", sql=first, status=Status.ANSWERED, readings=readings, drafts=3,
+                    steps=[Step(kind="draft", sql=first)])
+    line = {"index": index, "db_id": db_id, "gold": RIGHT, "scoring": "spider",
+            "answer": answer.model_dump(mode="json"), "readings_correct": [True, False], "correct": first == RIGHT}
+    return line if turn is None else {**line, "interaction": index // 2, "turn": turn}
+
+
+def collected(path: Path, lines: list[dict]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_the_fit_writes_a_verifier_that_loads_says_what_it_was_fitted_on_and_refits_byte_for_byte(
+    tiny_db: Path, tmp_path: Path
+) -> None:
+    databases = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    for db_id in databases:
+        (tmp_path / "database" / db_id).mkdir(parents=True)
+        shutil.copy(tiny_db, tmp_path / "database" / db_id / f"{db_id}.sqlite")
+    singles = collected(tmp_path / "spider-train.jsonl.gz",
+                        [record(i, databases[i % 6]) for i in range(36)])
+    turns = collected(tmp_path / "cosql-train.jsonl.gz",
+                      [record(i, databases[i % 6], turn=i % 2) for i in range(12)])
+    outs = [tmp_path / "first.json", tmp_path / "again.json"]
+    for out in outs:
+        assert fit.main([str(singles), str(turns), "--data-root", str(tmp_path), "--out", str(out)]) == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    verifier = Verifier.from_json(json.loads(outs[0].read_text()))
+    assert verifier.fitted_on["sets"] == ["spider-train", "cosql-train"]
+    assert (verifier.fitted_on["questions"], verifier.fitted_on["turns"], verifier.fitted_on["databases"]) == (36, 12, 6)
+    assert len(verifier.fitted_on["digest"]) == 16
+    right = Reading(sql=RIGHT, valid=True, confidence=0.9, weakest=0.7, tokens=14, votes=2, judge_score=0.8,
+                    preview=Preview(columns=["count(*)"], rows=[[1]]))
+    wrong = right.model_copy(update={"sql": WRONG, "confidence": 0.3, "weakest": 0.3, "tokens": 8, "votes": 1,
+                                     "judge_score": 0.4, "preview": Preview(columns=["count(*)"], rows=[[5]])})
+    question = "How many users are suspended?"
+    assert verifier.probability(right, question, drafts=3, groups=2) > verifier.probability(wrong, question, drafts=3,
+                                                                                             groups=2)
+
+
+def test_a_verifier_written_before_fitted_on_was_an_object_still_loads() -> None:
+    model = {"names": ["confidence"], "coefficients": [1.0], "intercept": 0.0, "means": [0.0], "scales": [1.0]}
+    data = {"early": model, "full": model, "sure": 0.9, "doubtful": 0.3, "judge_helps": False,
+            "fitted_on": "spider-train-v1.jsonl"}
+    assert Verifier.from_json(data).fitted_on == {"sets": ["spider-train-v1.jsonl"]}
