@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -13,6 +12,8 @@ import sqlglot
 import yaml
 from sqlglot import exp
 from sqlglot.optimizer import optimize
+
+from tests.scripts import script
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO / "schemas" / "saas"
@@ -25,17 +26,8 @@ SEED_QUESTION = (
 )
 
 
-def _load_script(name: str, filename: str):
-    """A script in data/ (not a package module), imported by path."""
-    spec = importlib.util.spec_from_file_location(name, DATA_DIR / filename)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-builder = _load_script("saas_build_database", "build_database.py")
-auditor = _load_script("saas_audit_questions", "audit_questions.py")
+builder = script("data/build_database.py")
+auditor = script("data/audit_questions.py")
 
 
 @pytest.fixture(scope="module")

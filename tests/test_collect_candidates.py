@@ -5,7 +5,6 @@ scored against the gold query; conversations answered turn by turn on the progra
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -15,19 +14,12 @@ import dspy
 import pytest
 
 from text2sql_dspy.programs.llm.fields import field_marker
+from tests.scripts import script
 from tests.fakes import GOOD_SQL, LogprobEngine, Scripted, logprob_lm, scripted_draft, scripted_verdict
 
 
-def _module(name: str) -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-collector = _module("collect_candidates")
-fit = _module("fit_verifier")
+collector = script("benchmarks/collect_candidates.py")
+fit = script("benchmarks/fit_verifier.py")
 
 ALL_USERS = "SELECT count(*) FROM users"
 ACTIVE = "SELECT count(*) FROM users WHERE status = 'active'"

@@ -4,25 +4,16 @@ loads, whose ``fitted_on`` says what it was fitted on, and a refit on the same f
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
+from tests.scripts import script
 
 
-def _module(name: str) -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fit = _module("fit_verifier")
+fit = script("benchmarks/fit_verifier.py")
 
 RIGHT = "SELECT count(*) FROM users WHERE status = 'suspended'"
 WRONG = "SELECT count(*) FROM users"

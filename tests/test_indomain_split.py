@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location(
-    "make_indomain_split", Path(__file__).resolve().parents[1] / "benchmarks" / "make_indomain_split.py")
-split_module = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(split_module)
+from tests.scripts import script
+
+split_module = script("benchmarks/make_indomain_split.py")
 
 
 @pytest.mark.parametrize(("a", "b", "same"), [

@@ -3,10 +3,8 @@ databases merged into one SQLite file with their keys, indexes and rows."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -14,12 +12,9 @@ import pytest
 
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.query.results import results_match
+from tests.scripts import script
 
-_SPEC = importlib.util.spec_from_file_location(
-    "merge_schemas", Path(__file__).resolve().parents[1] / "benchmarks" / "merge_schemas.py")
-merge_schemas = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = merge_schemas  # its dataclasses look their module up
-_SPEC.loader.exec_module(merge_schemas)
+merge_schemas = script("benchmarks/merge_schemas.py")
 
 NAMES = {
     "singer": "cs__singer", "concert": "cs__concert", "name": "cs__name", "my table": "cs__my table",
@@ -190,9 +185,9 @@ def test_merge_two_databases(tmp_path: Path) -> None:
 
 def test_main_writes_the_benchmark_and_fails_on_a_wrong_rewrite(tmp_path: Path, monkeypatch, capsys) -> None:
     spider, train = tmp_path / "spider", tmp_path / "train"
-    for folder, db_id, script in ((spider, "alpha", ALPHA), (train, "beta", BETA)):
+    for folder, db_id, ddl in ((spider, "alpha", ALPHA), (train, "beta", BETA)):
         (folder / "database" / db_id).mkdir(parents=True)
-        _database(folder / "database" / db_id / f"{db_id}.sqlite", script)
+        _database(folder / "database" / db_id / f"{db_id}.sqlite", ddl)
     questions = [{"db_id": "alpha", "question": "How many singers?", "query": "SELECT count(*) FROM singer"},
                  {"db_id": "alpha", "question": "Names?", "query": "SELECT singer.name FROM singer ORDER BY name"}]
     (spider / "dev.json").write_text(json.dumps(questions))
