@@ -1,0 +1,56 @@
+#!/usr/bin/env python
+"""What a first answer costs on a database whose prompt prefix no process has read: V2 asked cold, against V2 asked
+after ``warm()`` (what ``serve`` and ``chat`` do at start-up, while nobody waits). Not a test.
+
+    TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode cold
+    TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode warmed
+
+Each mode runs in its own process with the disk tier of the KV prefix cache off (``TEXT2SQL_KV_CACHE_BYTES=0``, set
+here), so nothing an earlier process read helps; the bundled database's value index, kept in the user cache, is
+built first and not timed. Prints the seconds of the warm-up (warmed mode), of the first question and of the second,
+for the first two questions of the bundled ``data/test.json``. Run both modes in one sitting and compare ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ["TEXT2SQL_KV_CACHE_BYTES"] = "0"  # before the engine is built
+
+from text2sql_dspy.programs.agents.registry import make_program  # noqa: E402
+from text2sql_dspy.programs.bundled import ensure_bundled_database  # noqa: E402
+from text2sql_dspy.programs.catalog.values import value_index  # noqa: E402
+from text2sql_dspy.programs.source import open_source  # noqa: E402
+
+TEST = Path(__file__).resolve().parents[1] / "data" / "test.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=["cold", "warmed"], required=True)
+    parser.add_argument("--program", default="v2")
+    args = parser.parse_args(argv)
+    db = str(ensure_bundled_database())
+    value_index(open_source(db))  # built (or read) before anything is timed
+    questions = [q["question"] for q in json.loads(TEST.read_text(encoding="utf-8"))[:2]]
+    program = make_program(args.program, db_path=db)
+    figures: dict[str, float | bool] = {}
+    if args.mode == "warmed":
+        start = time.perf_counter()
+        figures["warmed"] = program.warm(db)
+        figures["warm-up s"] = time.perf_counter() - start
+    for label, question in zip(("first answer s", "second answer s"), questions):
+        start = time.perf_counter()
+        program.run(question, db)
+        figures[label] = time.perf_counter() - start
+    print(json.dumps({"mode": args.mode, "program": args.program, **{k: round(v, 1) if isinstance(v, float) else v
+                                                                        for k, v in figures.items()}}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
