@@ -45,6 +45,7 @@ SINGLE_ASKED = re.compile(r"\b(the (most|least|highest|lowest|largest|smallest|f
                           r"\w+est|maximum|minimum|only one|which one|\bone\b)", re.IGNORECASE)
 
 
+ASKED_SET = frozenset(ASKED)
 DIGITS = 10  # significant digits a verifier's numbers are written with
 
 
@@ -52,9 +53,11 @@ def _rounded(values: Sequence[float]) -> list[float]:
     return [float(f"{float(v):.{DIGITS}g}") for v in values]
 
 
-def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 1) -> dict[str, float]:
+def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
+             asked: bool = True) -> dict[str, float]:
     """The signals of ``reading`` (a valid query that ran) for ``question``; ``drafts`` written and the distinct
-    results (``groups``) they gave, for the full model."""
+    results (``groups``) they gave, for the full model; ``asked``: with the question-against-query features
+    (:data:`ASKED`, a parse of the query), which a model that weighs none of them does without."""
     preview = reading.preview
     rows = preview.rows if preview is not None and preview.error is None else []
     count = preview.row_count if preview is not None else 0
@@ -86,7 +89,7 @@ def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 
         "groups": float(min(groups, 3)),
         "judge": _logit(reading.judge_score) if judged else 0.0,
         "judged": float(judged),
-        **asked_features(question, reading.sql),
+        **(asked_features(question, reading.sql) if asked else {}),
     }
     return found
 
@@ -150,7 +153,8 @@ class Verifier:
                     early: bool = False) -> float:
         """P(right) of ``reading``: by the early model (first draft alone), else by the full one."""
         model = self.early if early else self.full
-        return model.probability(features(reading, question, drafts=drafts, groups=groups))
+        found = features(reading, question, drafts=drafts, groups=groups, asked=not ASKED_SET.isdisjoint(model.names))
+        return model.probability(found)
 
     def words(self, probability: float, *, early: bool = False, noted: bool = False) -> str:
         """The verdict in words (:func:`~..verdict.verdict_of`) by the cut-offs of the model that gave ``probability``:
