@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FULL, Verifier, features, fit_model
+from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model
 from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.calibration import sure_threshold
 from text2sql_dspy.programs.source import open_source
 
-GAIN = 0.01  # a model keeps the judge, or the question-against-query features, only where they add this much ROC AUC
-# out of fold
+GAIN = 0.01  # a model keeps the judge, the question-against-query features or the follow-up features only where they
+# add this much ROC AUC out of fold (the follow-up features: on the follow-up rows, losing none on all rows)
 
 
 def database_of(db_id: str, roots: list[Path]) -> Path:
@@ -45,8 +45,8 @@ def database_of(db_id: str, roots: list[Path]) -> Path:
     raise FileNotFoundError(f"no database {db_id} under {roots}")
 
 
-def rechecked(reading: Reading, question: str, db: Path) -> Reading:
-    check = open_source(db).validator.validate(reading.sql, question=question)
+def rechecked(reading: Reading, question: str, db: Path, previous: str = "") -> Reading:
+    check = open_source(db).validator.validate(reading.sql, question=question, previous=previous)
     return reading.model_copy(update={"findings": list(check.findings), "valid": check.valid})
 
 
@@ -56,23 +56,35 @@ def lines(file: Path) -> list[str]:
         return [line for line in fh.read().splitlines() if line.strip()]
 
 
+def previous_queries(records: list[dict]) -> dict[tuple, str]:
+    """The query each turn of a conversation answered, by (database, conversation, turn): what the next turn was
+    drafted after (the program's own answer, as in a conversation)."""
+    return {(r["db_id"], r["interaction"], r["turn"]): r["answer"].get("sql") or "" for r in records
+            if r.get("turn") is not None}
+
+
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
     """Per question: its database, the early row (the greedy draft) and the full rows (each judged result group)."""
     for file in files:
-        for line in lines(file):
-            record = json.loads(line)
+        records = [json.loads(line) for line in lines(file)]
+        answered = previous_queries(records)
+        for record in records:
+            turn = record.get("turn")
+            previous = answered.get((record["db_id"], record.get("interaction"), turn - 1), "") if turn else ""
             answer = Answer.model_validate(record["answer"])
             db = database_of(record["db_id"], roots)
             right = dict(zip([r.sql for r in answer.readings], record["readings_correct"], strict=True))
-            readings = [rechecked(r, answer.question, db) for r in answer.readings if r.valid and r.preview is not None]
+            readings = [rechecked(r, answer.question, db, previous) for r in answer.readings if r.valid and r.preview is not None]
             greedy = next((s.sql for s in answer.steps if s.kind == "draft"), "")
             first = next((r for r in readings if r.sql == greedy), None)
             groups = [r for r in readings if r.judge_score is not None] or readings[:1]
             early = None
             if first is not None:
-                early = (features(first.model_copy(update={"judge_score": None}), answer.question), right[first.sql])
-            full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups)), right[r.sql]) for r in groups]
-            yield {"db": record["db_id"], "early": early, "full": full, "turn": record.get("turn")}
+                early = (features(first.model_copy(update={"judge_score": None}), answer.question, previous=previous),
+                         right[first.sql])
+            full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups), previous=previous),
+                     right[r.sql]) for r in groups]
+            yield {"db": record["db_id"], "early": early, "full": full, "turn": turn}
 
 
 def auc(scores: list[float], right: list[bool]) -> float | None:
@@ -110,13 +122,27 @@ def provenance(files: list[Path], questions: list[dict]) -> dict:
 
 
 def kept(rows: list, right: list[bool], dbs: list[str], names: tuple[str, ...], label: str) -> tuple[tuple, np.ndarray]:
-    """``names``, with :data:`ASKED` added where they gain :data:`GAIN` ROC AUC out of fold; and that fit's scores."""
-    plain = out_of_fold(rows, right, dbs, names)
-    asked = out_of_fold(rows, right, dbs, (*names, *ASKED))
-    gain = (auc(list(asked), right) or 0) - (auc(list(plain), right) or 0)
-    print(f"  {label}: AUC {shown(auc(list(plain), right))}; with the question-against-query features "
-          f"{shown(auc(list(asked), right))} (gain {gain:+.3f}{', kept' if gain >= GAIN else ''})")
-    return ((*names, *ASKED), asked) if gain >= GAIN else (names, plain)
+    """``names``, with :data:`ASKED` added where they gain :data:`GAIN` ROC AUC out of fold, then :data:`FOLLOW_UP`
+    where they gain as much on the follow-up rows and lose nothing on all; and that fit's scores."""
+    scores = out_of_fold(rows, right, dbs, names)
+    print(f"  {label}: AUC {shown(auc(list(scores), right))}")
+    follow_ups = [i for i, row in enumerate(rows) if row["follow-up"]]
+    for group, what, judged_on in ((ASKED, "the question-against-query features", None),
+                                   (FOLLOW_UP, "the follow-up features", follow_ups)):
+        more = out_of_fold(rows, right, dbs, (*names, *group))
+        gain = (auc(list(more), right) or 0) - (auc(list(scores), right) or 0)
+        line = f"    with {what}: AUC {shown(auc(list(more), right))} (gain {gain:+.3f}"
+        if judged_on is not None:
+            on = [right[i] for i in judged_on]
+            part = (auc([more[i] for i in judged_on], on) or 0) - (auc([scores[i] for i in judged_on], on) or 0)
+            line += f"; on {len(judged_on)} follow-up rows {part:+.3f}"
+            keep = part >= GAIN and gain >= 0
+        else:
+            keep = gain >= GAIN
+        print(line + (", kept)" if keep else ")"))
+        if keep:
+            names, scores = (*names, *group), more
+    return names, scores
 
 
 def by_turn(scores: np.ndarray, right: list[bool], turns: list[int | None]) -> None:
@@ -145,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(questions)} questions from {len(set(e_dbs))} databases; early rows {len(e_rows)} "
           f"({sum(e_right)} right), full rows {len(f_rows)} ({sum(f_right)} right)")
     print("\nROC AUC of each signal alone (full rows; sign as it falls):")
-    for name in (*FULL, *ASKED):
+    for name in (*FULL, *ASKED, *FOLLOW_UP):
         value = auc([r[name] for r in f_rows], f_right)
         if value is not None:
             print(f"  {name:32s} {max(value, 1 - value):.3f}{'' if value >= 0.5 else ' (lower is righter)'}")

@@ -75,3 +75,15 @@ def test_a_verifier_written_before_fitted_on_was_an_object_still_loads() -> None
     data = {"early": model, "full": model, "sure": 0.9, "doubtful": 0.3, "judge_helps": False,
             "fitted_on": "spider-train-v1.jsonl"}
     assert Verifier.from_json(data).fitted_on == {"sets": ["spider-train-v1.jsonl"]}
+
+
+def test_a_turn_is_fitted_with_the_query_its_conversation_answered_before_it(tiny_db: Path, tmp_path: Path) -> None:
+    (tmp_path / "database" / "alpha").mkdir(parents=True)
+    shutil.copy(tiny_db, tmp_path / "database" / "alpha" / "alpha.sqlite")
+    turns = collected(tmp_path / "cosql-train.jsonl.gz", [record(i, "alpha", turn=i % 2) for i in range(4)])
+    rows = list(fit.examples([turns], [tmp_path]))
+    assert [r["turn"] for r in rows] == [0, 1, 0, 1]
+    assert [r["early"][0]["follow-up"] for r in rows] == [0.0, 1.0, 0.0, 1.0]
+    # turn 1 of conversation 0 follows the answer of turn 0 (WRONG, its greedy draft): the right reading adds a filter
+    right = next(row for row, _ in rows[1]["full"] if row["follow-up: added"])
+    assert right["follow-up: kept"] == 1.0 and right["follow-up: unchanged"] == 0.0

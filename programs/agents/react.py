@@ -215,7 +215,8 @@ class ReActAgent(Text2SQLProgram):
         if not first.valid:
             return True
         record.run(first.sql)
-        first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True)
+        first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True,
+                                            previous=record.previous)
         record.step("verify", first.sql, f"P(right) {first.p:.2f} from the first draft alone")
         return first.p < self.verifier.early_sure or first.blocked or returns_nothing(record.facts(first.sql))
 
@@ -282,7 +283,8 @@ class ReActAgent(Text2SQLProgram):
     def _probability(self, record: Record, candidate: Candidate, drafts: int, groups: int) -> float:
         record.run(candidate.sql)
         reading = record.reading(candidate.sql, votes=candidate.votes)
-        return self.verifier.probability(reading, record.question, drafts=drafts, groups=groups)
+        return self.verifier.probability(reading, record.question, drafts=drafts, groups=groups,
+                                         previous=record.previous)
 
     def _judging(self) -> bool:
         """Whether V2 asks its judge: where the verifier's full model reads the verdict, or the judge is not the

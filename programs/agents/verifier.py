@@ -24,11 +24,12 @@ from importlib import resources
 from typing import Any
 
 from text2sql_dspy.programs.agents.asked import ASKED, asked_features
+from text2sql_dspy.programs.agents.followup import FOLLOW_UP, follow_up_features
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.verdict import verdict_of
 
-__all__ = ["ASKED", "EARLY", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
+__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
 
 FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
 # Signals that mean "wrong" where they fire: a fitted weight may lower P(right) by them, never raise it.
@@ -54,10 +55,11 @@ def _rounded(values: Sequence[float]) -> list[float]:
 
 
 def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
-             asked: bool = True) -> dict[str, float]:
+             asked: bool = True, previous: str = "") -> dict[str, float]:
     """The signals of ``reading`` (a valid query that ran) for ``question``; ``drafts`` written and the distinct
     results (``groups``) they gave, for the full model; ``asked``: with the question-against-query features
-    (:data:`ASKED`, a parse of the query), which a model that weighs none of them does without."""
+    (:data:`ASKED`, a parse of the query), which a model that weighs none of them does without; ``previous``: the
+    query of the turn a follow-up follows (:data:`FOLLOW_UP`, all 0 without one)."""
     preview = reading.preview
     rows = preview.rows if preview is not None and preview.error is None else []
     count = preview.row_count if preview is not None else 0
@@ -90,6 +92,7 @@ def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 
         "judge": _logit(reading.judge_score) if judged else 0.0,
         "judged": float(judged),
         **(asked_features(question, reading.sql) if asked else {}),
+        **follow_up_features(reading.sql, previous),
     }
     return found
 
@@ -150,10 +153,12 @@ class Verifier:
     early_sure: float = 1.01  # the early model's "sure": one draft is enough
 
     def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
-                    early: bool = False) -> float:
-        """P(right) of ``reading``: by the early model (first draft alone), else by the full one."""
+                    early: bool = False, previous: str = "") -> float:
+        """P(right) of ``reading``: by the early model (first draft alone), else by the full one; ``previous``: the
+        query of the turn a follow-up follows."""
         model = self.early if early else self.full
-        found = features(reading, question, drafts=drafts, groups=groups, asked=not ASKED_SET.isdisjoint(model.names))
+        found = features(reading, question, drafts=drafts, groups=groups, asked=not ASKED_SET.isdisjoint(model.names),
+                         previous=previous)
         return model.probability(found)
 
     def words(self, probability: float, *, early: bool = False, noted: bool = False) -> str:
