@@ -23,13 +23,16 @@ rows (``readings_correct``) and whether the answer does (``correct``); ``interac
 question whose run raised is a line with its ``error`` and a failed answer with no readings. ``--out`` is JSONL,
 gzip-compressed where it ends with ``.gz``; rerun with the same ``--out`` to resume (a question the model service
 failed is asked again). ``--databases``: the Spider-format folder holding the SQLite files (``database/<db_id>/``)
-when ``--data`` holds only questions. Use only splits that are no one's dev or test set.
+when ``--data`` holds only questions. ``--per-database N --shuffled`` takes each database's first N questions
+(conversations) in a fixed shuffled order of its own rather than the split's, whose first questions are the easy ones;
+a rerun with a larger N keeps those and adds others. Use only splits that are no one's dev or test set.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import sys
 import traceback
@@ -69,23 +72,28 @@ def is_turn(example: Any) -> bool:
     return example.get("turn") is not None
 
 
-def selected(examples: list, per_database: int | None = None) -> list[tuple[int, Any]]:
+def selected(examples: list, per_database: int | None = None, *, shuffled: bool = False) -> list[tuple[int, Any]]:
     """Each example with its index in ``examples``, in order; with ``per_database``, only those among the first
     ``per_database`` questions of their database (for turns: every turn of the first ``per_database``
-    conversations)."""
+    conversations); ``shuffled``: first in a fixed order of each database's own (:func:`drawn_first`) rather than
+    the split's, whose first questions are a database's easiest."""
     if per_database is None:
         return list(enumerate(examples))
-    units: dict[str, set] = {}  # db_id -> the questions (conversations) kept
-    chosen = []
+    units: dict[str, list] = {}  # db_id -> its questions (conversations), in the split's order
     for index, example in enumerate(examples):
         unit = ("conversation", example.interaction) if is_turn(example) else index
-        kept = units.setdefault(example.db_id, set())
-        if unit not in kept:
-            if len(kept) >= per_database:
-                continue
-            kept.add(unit)
-        chosen.append((index, example))
-    return chosen
+        if unit not in units.setdefault(example.db_id, []):
+            units[example.db_id].append(unit)
+    kept = {db: set(sorted(found, key=lambda u: drawn_first(db, u))[:per_database] if shuffled
+                    else found[:per_database]) for db, found in units.items()}
+    return [(index, example) for index, example in enumerate(examples)
+            if (("conversation", example.interaction) if is_turn(example) else index) in kept[example.db_id]]
+
+
+def drawn_first(db_id: str, unit: Any) -> str:
+    """A question's (conversation's) place in its database's fixed shuffled order: a digest of its database and its
+    index, so that more per database keeps the ones before and adds others."""
+    return hashlib.sha256(f"{db_id}/{unit}".encode()).hexdigest()
 
 
 def plan(chosen: list[tuple[int, Any]], done: dict[int, dict]) -> str:
@@ -247,10 +255,12 @@ def main(argv: list[str] | None = None, *, program: Any = None) -> int:
     parser.add_argument("--limit", type=positive_int, help="only the first N questions (turns) of the split")
     parser.add_argument("--per-database", type=positive_int,
                         help="only the first N questions (conversations) of each database")
+    parser.add_argument("--shuffled", action="store_true",
+                        help="with --per-database: each database's first N in a fixed shuffled order, not the split's")
     parser.add_argument("--out", type=Path, required=True, help="JSONL to write or resume; gzip where it ends .gz")
     args = parser.parse_args(argv)
     examples = load_split(args.data, args.split, limit=args.limit, databases=args.databases)
-    chosen = selected(examples, args.per_database)
+    chosen = selected(examples, args.per_database, shuffled=args.shuffled)
     done, whole = read_records(args.out)
     check_same_data(done, examples, args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -208,3 +208,16 @@ def test_a_question_whose_run_raises_is_recorded_with_its_error(tiny_db: Path, t
     assert line["error"] == "ValueError: the program broke" and line["correct"] is False
     assert line["answer"]["status"] == "failed" and line["readings_correct"] == []
     assert [q["full"] for q in fit.examples([out], [data])] == [[]]  # the fit reads it, and learns nothing from it
+
+
+def test_shuffled_keeps_each_databases_first_in_a_fixed_order_and_more_keeps_those() -> None:
+    import dspy
+
+    examples = [dspy.Example(db_id=db, question=f"q{i}") for i, db in enumerate(["a"] * 20 + ["b"] * 20)]
+    one, three = (collector.selected(examples, n, shuffled=True) for n in (1, 3))
+    for chosen, n in ((one, 1), (three, 3)):
+        assert sorted(e.db_id for _, e in chosen) == ["a"] * n + ["b"] * n
+    assert {i for i, _ in one} < {i for i, _ in three}  # nested: a rerun with more resumes
+    assert collector.selected(examples, 3, shuffled=True) == three  # fixed
+    assert {i for i, _ in three} != {0, 1, 2, 20, 21, 22}  # not the split's first
+    assert [i for i, _ in collector.selected(examples, 2)] == [0, 1, 20, 21]
