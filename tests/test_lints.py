@@ -17,7 +17,7 @@ from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
 from text2sql_dspy.programs.query.findings import Kind
 from text2sql_dspy.programs.query.join_lints import (
-    always_true_join, counted_join_key, fan_out, negation_over_join, off_key_join, unused_join,
+    always_true_join, counted_join_key, fan_out, negation_over_join, off_key_join, unlinked_join, unused_join,
 )
 from text2sql_dspy.programs.query.lints import Query, cartesian_join
 from text2sql_dspy.programs.query.names import normalize_names
@@ -241,6 +241,39 @@ def test_every_lint_kind_has_a_case() -> None:
                   Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER,
                   Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE}
     assert lint_kinds <= {k for *_, kinds in CASES for k in kinds}
+    assert {Kind.UNLINKED_JOIN} <= {k for *_, kinds in UNLINKED for k in kinds}
+
+
+def table(name: str, *columns: str, key: str = "id", refs: dict[str, str] | None = None) -> Table:
+    return Table(name=name, columns=[Column(name=key, primary_key=True),
+                                     *(Column(name=c, references=(refs or {}).get(c)) for c in columns)])
+
+
+# two parts a merged database could hold (a school's, a clinic's), and a table no key links
+SCHOOLS = Catalog(db_id="merged", tables=[
+    table("school__student", "name", "dorm_id", refs={"dorm_id": "school__dorm.id"}),
+    table("school__dorm", "dorm_name"),
+    table("school__grade", "student_id", "score", refs={"student_id": "school__student.id"}),
+    table("clinic__pet", "owner_id", "pet_type", refs={"owner_id": "clinic__owner.id"}),
+    table("clinic__owner", "name", "student_id"),
+    table("notes", "student_id", "text"),
+])
+UNLINKED = [
+    ("SELECT p.pet_type FROM school__student s JOIN clinic__pet p ON p.owner_id = s.id", [Kind.UNLINKED_JOIN]),
+    ("SELECT s.name FROM school__student s, clinic__owner o WHERE o.student_id = s.id", [Kind.UNLINKED_JOIN]),
+    ("SELECT s.name FROM school__student s JOIN school__dorm d ON s.dorm_id = d.id", []),
+    ("SELECT d.dorm_name FROM school__grade g JOIN school__dorm d ON g.student_id = d.id", []),  # linked through student
+    ("SELECT s.name FROM school__student s JOIN notes n ON n.student_id = s.id", []),  # notes declares no key
+    ("SELECT s.name FROM school__student s JOIN clinic__pet p ON s.name = 'x'", []),  # not a join of two columns
+    ("SELECT a.name FROM school__student a JOIN school__student b ON a.dorm_id = b.dorm_id", []),  # one table
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sql", "kinds"), UNLINKED)
+def test_unlinked_join(sql: str, kinds: list[Kind]) -> None:
+    found = unlinked_join(query_of(SCHOOLS, sql))
+    assert [f.kind for f in found] == kinds, [f.message for f in found]
+    assert all(f.message and not f.is_error for f in found)
 
 
 RECORD_IDS = ["rec1x5AbCdEf12", "rec9Zz81kLmN3q", "recQ2w3e4r5t6y"]

@@ -56,6 +56,7 @@ class Kind(StrEnum):
     SUM_FOR_COUNT = "sum for count"  # "how many" asked, answered with SUM of a measure
     NAME_AS_KEY = "name as key"  # a name compared with a key column, where the table it references holds the name
     MONTH_NAME_DATE = "month name date"  # a date column matched with a month name, where it stores ISO dates
+    UNLINKED_JOIN = "unlinked join"  # two tables joined that no chain of declared foreign keys links
 
     @property
     def is_error(self) -> bool:
@@ -69,7 +70,7 @@ _WARNINGS = frozenset(
         Kind.SLOW, Kind.EMPTY_RESULT, Kind.MISSING_VALUE, Kind.SHOWS_KEY, Kind.ALWAYS_TRUE_JOIN, Kind.FAN_OUT,
         Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY,
         Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN,
-        Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE,
+        Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE, Kind.UNLINKED_JOIN,
     }
 )  # fmt: skip
 
@@ -79,7 +80,7 @@ LINTS = (  # the kinds the lints give: a defect that needs no model to see (lint
     Kind.ALWAYS_TRUE_JOIN, Kind.CARTESIAN_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN,
     Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
     Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY,
-    Kind.MONTH_NAME_DATE,
+    Kind.MONTH_NAME_DATE, Kind.UNLINKED_JOIN,
 )
 # Findings that the result cannot be right as it stands: a reading with one never beats a reading without.
 BLOCKING = frozenset({Kind.CARTESIAN_JOIN, Kind.ALWAYS_TRUE_JOIN, Kind.OFF_KEY_JOIN, Kind.NAME_AS_KEY,

@@ -10,6 +10,8 @@
   that keeps a parent with any other child, including one that also has the excluded one.
 - :func:`off_key_join`: ``event.id = expense.budget_ref`` equates a foreign key with a column other than the key it
   references (``budget.id``): the rows pair by coincidence of numbers; join through the referenced table.
+- :func:`unlinked_join`: ``student.id = pet.owner_id``, where both tables declare foreign keys but no chain of them
+  links the two: the schema never joins these parts (another subject area; in a merged database, another source).
 - :func:`counted_join_key`: ``COUNT(T2.fk)`` of the foreign key a one-to-many join equates with the one side's key,
   without DISTINCT: it counts the matching T2 rows, not the distinct rows of the one side.
 
@@ -32,7 +34,8 @@ from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.lints import Query, Source, conjuncts, is_key, resolve, sources
 from text2sql_dspy.programs.query.names import written
 
-__all__ = ["always_true_join", "counted_join_key", "fan_out", "negation_over_join", "off_key_join", "unused_join"]
+__all__ = ["always_true_join", "counted_join_key", "fan_out", "negation_over_join", "off_key_join", "unlinked_join",
+           "unused_join"]
 
 NEGATION = re.compile(r"\b(not|no|never|without|none|n't|neither|nor|except)\b|n't\b", re.IGNORECASE)
 
@@ -234,6 +237,52 @@ def _reached(table: Table, column: Column, catalog: Catalog) -> set[tuple[int, i
         seen.add((id(node[0]), id(node[1])))
         node = referenced(node[1], catalog)
     return seen
+
+
+def unlinked_join(query: Query) -> list[Finding]:
+    """An equality of two stored tables' columns (in ON or WHERE) where each table has a declared foreign key (from
+    it or to it) and no chain of them links the two; quiet where either table declares none, as nothing says how it
+    joins."""
+    found, parts = [], None
+    for select in _selects(query):
+        tables = sources(select, query.catalog)
+        clauses = [*(j.args.get("on") for j in select.args.get("joins") or []), select.args.get("where")]
+        for condition in (c for clause in clauses for c in conjuncts(clause)):
+            if not (isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column)
+                    and isinstance(condition.expression, exp.Column)):
+                continue
+            left, right = resolve(condition.this, tables), resolve(condition.expression, tables)
+            if left is None or right is None or left[0].table is right[0].table:
+                continue
+            parts = parts if parts is not None else linked_parts(query.catalog)
+            one, other = (parts.get(side[0].table.name.lower()) for side in (left, right))
+            if one is not None and other is not None and one != other:
+                a, b = left[0].table.name, right[0].table.name
+                found.append(Finding(kind=Kind.UNLINKED_JOIN, where=condition.sql(dialect=query.dialect),
+                                     message=f"no declared foreign key links {a} and {b}, directly or through other "
+                                             "tables: check that these are the tables the question means"))
+    return distinct(found)
+
+
+def linked_parts(catalog: Catalog) -> dict[str, int]:
+    """Each table with a declared foreign key (from it or to it), by lower-cased name: the number of the part of
+    the schema its keys link it to (tables that no key links are left out)."""
+    links: dict[str, set[str]] = {}
+    for table in catalog.tables:
+        for _, target, _ in table.foreign_keys:
+            a, b = table.name.lower(), target.lower()
+            if a != b and catalog.table(target) is not None:
+                links.setdefault(a, set()).add(b)
+                links.setdefault(b, set()).add(a)
+    part: dict[str, int] = {}
+    for number, start in enumerate(name for name in links if name not in part):
+        todo, part[start] = [start], number
+        while todo:
+            for near in links[todo.pop()]:
+                if near not in part:
+                    part[near] = number
+                    todo.append(near)
+    return part
 
 
 COUNTED = re.compile(r"\b(?:how many|number of|count)\b(.*)", re.IGNORECASE)
