@@ -29,7 +29,13 @@ from typing import Any
 from tqdm import tqdm
 
 from text2sql_dspy.programs.answer import Answer
-from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, Command, positive_int
+from text2sql_dspy.programs.command import (
+    EXIT_MODEL_SERVICE_ERROR,
+    Command,
+    add_view_arguments,
+    positive_int,
+    view_options,
+)
 from text2sql_dspy.programs.dataset import load_split, scoring_of
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
@@ -51,8 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive_int, help="only the first N questions")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
     parser.add_argument("--judge-model", help="judge LM for v2 (default: TEXT2SQL_JUDGE_MODEL, else the agent's)")
-    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    parser.add_argument("--top-k", type=positive_int, default=5)
+    add_view_arguments(parser)
     parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
     parser.add_argument("--docs", help="column and table descriptions for every question's database (BIRD, dbt)")
     parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
@@ -149,8 +154,8 @@ def _build(spec: str, args: argparse.Namespace) -> Any:
     from text2sql_dspy.programs.agents.registry import make_program
 
     program = make_program(
-        spec, retrieval_type=args.retrieval, top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model,
-        examples=args.examples, docs=args.docs, lookup_values=args.values == "on",
+        spec, model_id=args.model, judge_model_id=args.judge_model, examples=args.examples, docs=args.docs,
+        lookup_values=args.values == "on", **view_options(args),
     )
     _ = program.lm, getattr(program, "judge_lm", None)  # built once here, not raced for by the threads
     return program

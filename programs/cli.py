@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from text2sql_dspy.programs.command import Command, positive_int
+from text2sql_dspy.programs.command import Command, add_view_arguments, positive_int, view_options
 
 DOCS_HELP = (
     "column and table descriptions: a BIRD database_description/ folder (or the folder holding it), a dbt "
@@ -29,8 +29,7 @@ def add_program_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
     parser.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
     parser.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
-    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    parser.add_argument("--top-k", type=positive_int, default=5)
+    add_view_arguments(parser)
     parser.add_argument("--examples", help="the example store whose pairs and notes are shown, and where --save saves "
                         "(default: $TEXT2SQL_EXAMPLES or the cache dir; a compiled program: its own store)")
     parser.add_argument("--no-examples", action="store_true", help="show no stored pairs or notes")
@@ -55,8 +54,8 @@ def build_program(args: argparse.Namespace, db_path: str):  # noqa: ANN201 - a T
     from text2sql_dspy.programs.agents.registry import make_program
 
     return make_program(
-        args.program, db_path=db_path, schema_path=args.schema, docs=args.docs, retrieval_type=args.retrieval,
-        top_k=args.top_k, model_id=args.model, judge_model_id=args.judge_model, examples=_examples_option(args),
+        args.program, db_path=db_path, schema_path=args.schema, docs=args.docs, model_id=args.model,
+        judge_model_id=args.judge_model, examples=_examples_option(args), **view_options(args),
     )
 
 

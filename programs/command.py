@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from text2sql_dspy.programs.errors import Text2SQLError
 
-__all__ = ["EXIT_MODEL_SERVICE_ERROR", "EXIT_USER_ERROR", "Command", "non_negative_int", "positive_int", "run_command"]
+__all__ = ["EXIT_MODEL_SERVICE_ERROR", "EXIT_USER_ERROR", "Command", "add_view_arguments", "non_negative_int",
+           "positive_int", "run_command", "view_options"]
 
 EXIT_USER_ERROR = 2
 EXIT_MODEL_SERVICE_ERROR = 3  # a served or hosted model that cannot answer (down, too slow, garbled)
@@ -35,6 +36,22 @@ def _whole_number(text: str, *, minimum: int) -> int:
     if value < minimum:
         raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
     return value
+
+
+def add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what of a database the prompt shows (``ask``, ``chat``, ``evaluate``)."""
+    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
+    parser.add_argument("--top-k", type=positive_int, default=5)
+    parser.add_argument("--schema-budget", type=positive_int, metavar="TOKENS",
+                        help="show the whole schema up to this many tokens, above it the --top-k tables a question "
+                        "needs and those that join them (default: the program's, about a 31-table schema with its "
+                        "documentation); fewer tokens read faster on a CPU, but each new set of tables is read anew")
+
+
+def view_options(args: argparse.Namespace) -> dict[str, object]:
+    """The program's options from :func:`add_view_arguments`' (a budget only where one was given)."""
+    budget = {"schema_budget": args.schema_budget} if args.schema_budget is not None else {}
+    return {"retrieval_type": args.retrieval, "top_k": args.top_k, **budget}
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ def test_corrupt_database_is_a_user_error(capsys: pytest.CaptureFixture[str], tm
     [
         ("cli", ["ask", "How many users?", "--rows", "-1"], "must be at least 1, got -1"),
         ("cli", ["ask", "How many users?", "--top-k", "0"], "must be at least 1, got 0"),
+        ("cli", ["ask", "How many users?", "--schema-budget", "0"], "must be at least 1, got 0"),
+        ("evaluate", ["--schema-budget", "0"], "must be at least 1, got 0"),
         ("cli", ["evaluate", "--limit", "0"], "must be at least 1, got 0"),
         ("cli", ["compile", "--program", "v2", "--optimizer", "bootstrap", "--out", "x.json", "--dev-limit", "-1"],
          "must be at least 0, got -1"),  # 0 is allowed there: no dev scoring
@@ -139,3 +141,19 @@ def test_ask_hint_reaches_the_drafting_prompt(capsys: pytest.CaptureFixture[str]
     prompt = [m for m in lm.history[-1]["messages"] if m["role"] == "user"][-1]["content"]
     assert "Hint: on hold means status = 'suspended'" in prompt
     assert "SELECT count(*) FROM users WHERE status = 'suspended'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], {"retrieval_type": "semantic", "top_k": 5}),  # no budget given: the program's own
+        (["--schema-budget", "2000", "--top-k", "3", "--retrieval", "keyword"],
+         {"retrieval_type": "keyword", "top_k": 3, "schema_budget": 2000}),
+    ],
+)
+def test_the_view_options_reach_the_program(argv: list[str], expected: dict[str, object]) -> None:
+    from text2sql_dspy.programs.command import add_view_arguments, view_options
+
+    parser = argparse.ArgumentParser()
+    add_view_arguments(parser)
+    assert view_options(parser.parse_args(argv)) == expected

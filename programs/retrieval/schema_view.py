@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens", "schema_view"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens",
+           "schema_view"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
