@@ -4,12 +4,12 @@ after ``warm()`` (what ``serve`` and ``chat`` do at start-up, while nobody waits
 
     TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode cold
     TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode warmed
-    TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode cold --schema-budget 2500
+    TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode cold --cold-budget 2500    # as ``ask``
 
 Each mode runs in its own process with the disk tier of the KV prefix cache off (``TEXT2SQL_KV_CACHE_BYTES=0``, set
 here), so nothing an earlier process read helps; the bundled database's value index, kept in the user cache, is
 built first and not timed. ``--schema-budget`` shows the linked tables of a schema over that many tokens (the
-whole schema is about 8,300). Prints the seconds of the warm-up (warmed mode), of the first question and of the second,
+whole schema is about 8,300); ``--cold-budget``, as ``ask`` does, only while no cache holds it. Prints the seconds of the warm-up (warmed mode), of the first question and of the second,
 for the first two questions of the bundled ``data/test.json``. Run both modes in one sitting and compare ratios.
 """
 
@@ -36,11 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=["cold", "warmed"], required=True)
     parser.add_argument("--program", default="v2")
     parser.add_argument("--schema-budget", type=int, help="the program's schema_budget (default: its own)")
+    parser.add_argument("--cold-budget", type=int, help="the program's cold_budget (default: none)")
     args = parser.parse_args(argv)
     db = str(ensure_bundled_database())
     value_index(open_source(db))  # built (or read) before anything is timed
     questions = [q["question"] for q in json.loads(TEST.read_text(encoding="utf-8"))[:2]]
-    budget = {"schema_budget": args.schema_budget} if args.schema_budget else {}
+    budget = {k: v for k, v in (("schema_budget", args.schema_budget), ("cold_budget", args.cold_budget)) if v}
     program = make_program(args.program, db_path=db, **budget)
     figures: dict[str, float | bool] = {}
     if args.mode == "warmed":
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         program.run(question, db)
         figures[label] = time.perf_counter() - start
-    print(json.dumps({"mode": args.mode, "program": args.program, "schema_budget": args.schema_budget, **{k: round(v, 1) if isinstance(v, float) else v
+    print(json.dumps({"mode": args.mode, "program": args.program, "schema_budget": args.schema_budget,
+                      "cold_budget": args.cold_budget, **{k: round(v, 1) if isinstance(v, float) else v
                                                                         for k, v in figures.items()}}))
     return 0
 

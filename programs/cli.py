@@ -50,12 +50,12 @@ def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
                      "asking, and store it as a confirmed pair")
 
 
-def build_program(args: argparse.Namespace, db_path: str):  # noqa: ANN201 - a Text2SQLProgram, imported lazily
+def build_program(args: argparse.Namespace, db_path: str, **options: object):  # noqa: ANN201 - a Text2SQLProgram
     from text2sql_dspy.programs.agents.registry import make_program
 
     return make_program(
         args.program, db_path=db_path, schema_path=args.schema, docs=args.docs, model_id=args.model,
-        judge_model_id=args.judge_model, examples=_examples_option(args), **view_options(args),
+        judge_model_id=args.judge_model, examples=_examples_option(args), **view_options(args), **options,
     )
 
 
@@ -69,7 +69,10 @@ def ask(args: argparse.Namespace) -> int:
         from text2sql_dspy.programs.examples.store import ExampleStore
 
         ExampleStore(args.examples)
-    program = build_program(args, db_path)
+    from text2sql_dspy.programs.retrieval.schema_view import DEFAULT_COLD_BUDGET
+
+    program = build_program(args, db_path, cold_budget=DEFAULT_COLD_BUDGET)
+    cold = program.is_cold(program.source(db_path))  # answered from its linked tables, then read whole (warm_after)
     from text2sql_dspy.programs.conversation import Turn, load_last, save_last
 
     turns = load_last(str(db_path)) if args.follow_up else []
@@ -109,7 +112,21 @@ def ask(args: argparse.Namespace) -> int:
     database = program.source(db_path).database
     if args.execute and answer.sql and database is not None:
         print_rows(database.execute(answer.sql, max_rows=args.rows))
-    return save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
+    status = save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
+    if cold and sys.stdout.isatty():
+        warm_after(program, db_path, len(answer.tables))
+    return status
+
+
+def warm_after(program, db_path: str, shown: int) -> None:  # noqa: ANN001 - a Text2SQLProgram
+    """Read the whole schema into the cache once the answer is out, so that the next question over it, in any
+    process, is shown every table without waiting; Ctrl-C skips it."""
+    print(f"\nnote: this first question over the database was shown the {shown} tables linked to it. Reading the "
+          "whole schema once now, so the next questions see all of it (Ctrl-C skips)...", file=sys.stderr)
+    try:
+        program.warm(db_path)
+    except KeyboardInterrupt:
+        print("skipped: the next question will again be shown its linked tables", file=sys.stderr)
 
 
 def _examples_option(args: argparse.Namespace) -> str | bool | None:

@@ -157,3 +157,29 @@ def test_the_view_options_reach_the_program(argv: list[str], expected: dict[str,
     parser = argparse.ArgumentParser()
     add_view_arguments(parser)
     assert view_options(parser.parse_args(argv)) == expected
+
+
+class Warming:
+    """A program whose warm-up is interrupted (``interrupt``) or runs."""
+
+    def __init__(self, interrupt: bool) -> None:
+        self.interrupt, self.warmed = interrupt, []
+
+    def warm(self, db_path: str) -> bool:
+        self.warmed.append(db_path)
+        if self.interrupt:
+            raise KeyboardInterrupt
+        return True
+
+
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_after_a_cold_answer_ask_reads_the_whole_schema_and_ctrl_c_skips_it(
+    capsys: pytest.CaptureFixture[str], interrupt: bool
+) -> None:
+    from text2sql_dspy.programs.cli import warm_after
+
+    program = Warming(interrupt)
+    warm_after(program, "shop.sqlite", 8)
+    err = capsys.readouterr().err
+    assert program.warmed == ["shop.sqlite"] and "shown the 8 tables linked to it" in err
+    assert ("skipped" in err) is interrupt

@@ -101,10 +101,12 @@ def test_a_new_engine_starts_from_the_prefix_saved_on_disk(local_lm: dspy.LM, tm
         f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, name TEXT, amount_{i} REAL);" for i in range(40))
     messages = [{"role": "system", "content": prefix}, {"role": "user", "content": "Count the rows of t1."}]
     first = SharedLlama(path, n_ctx=2048)
+    assert first.held_share(prefix) < 0.5, "no cache holds the prefix yet: cold"
     _, cached_first = first.chat(messages, max_tokens=4, temperature=0.0)
     first.close()
     assert cached_first == 0 and list(tmp_path.glob("kv/*/*.kv")), "the first process saves its prefix"
     second = SharedLlama(path, n_ctx=2048)
+    assert second.held_share(prefix) >= 0.9, "a new process sees the prefix on disk: warm"
     messages[1]["content"] = "Count the rows of t2."
     result, cached_second = second.chat(messages, max_tokens=4, temperature=0.0)
     second.close()

@@ -75,3 +75,46 @@ def test_warming_in_the_background_uses_the_lm_of_the_callers_context(
         thread = program.warm_in_background()
     thread.join(timeout=30)
     assert not thread.is_alive() and built == []  # no model of its own was built (loaded) in the thread
+
+
+@pytest.mark.parametrize(
+    ("cold_budget", "held", "whole"),
+    [
+        (10, 0.0, False),  # over the cold budget, nothing cached: the linked tables
+        (10, 0.5, False),  # half read (another schema shares its start): still cold
+        (10, 0.95, True),  # the cache holds the prefix: the whole schema
+        (100_000, 0.0, True),  # within the cold budget: whole, cached or not
+        (None, 0.0, True),  # no cold budget: today's rule
+    ],
+)
+def test_a_cold_schema_over_the_cold_budget_shows_its_linked_tables(
+    tiny_db: Path, tiny_schemas: Path, embedded: None, cold_budget: int | None, held: float, whole: bool
+) -> None:
+    from text2sql_dspy.programs.llm.stable_prefix_adapter import schema_lead
+
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)])
+    leads: list[str] = []
+    lm.engine.held_share = lambda lead: leads.append(lead) or held
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, top_k=1,
+                       cold_budget=cold_budget)
+    source = program.source()
+    view = program.schema(source, "How many users are suspended?")
+    assert view.whole is whole and program.is_cold(source) is (not whole)
+    if cold_budget == 10:  # asked of the cache: the opening of a prompt over the whole schema
+        assert leads[0] == schema_lead(program.schema(source, "How many users are suspended?", cold=False).text)
+    if not whole:
+        assert 1 <= len(view.tables) < len(source.catalog.tables)
+
+
+def test_warming_reads_the_whole_schema_of_a_cold_database(tiny_db: Path, tiny_schemas: Path, embedded: None) -> None:
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)])
+    lm.engine.held_share = lambda lead: 0.0
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, top_k=1, cold_budget=10)
+    assert program.warm() is True
+    schema = program.schema(program.source(), "How many rows are there?", cold=False).text
+    assert schema in messages_text(lm, 0)
+
+
+def test_another_model_is_never_cold(tiny_db: Path, tiny_schemas: Path) -> None:
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=logprob_lm([]), cold_budget=10)
+    assert program.is_cold(program.source()) is False and program.schema(program.source(), "How many users?").whole

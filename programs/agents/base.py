@@ -51,6 +51,7 @@ SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "verifier"})  # c
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
 logger = logging.getLogger(__name__)
 WARM_QUESTION = "How many rows are there?"  # what warm() drafts for: any question shares the prefix before it
+WARM_SHARE = 0.9  # the share of a schema's prompt prefix a cache must hold for it to be read whole (``cold_budget``)
 CALIBRATED_DOUBTFUL = 0.5  # a calibrated probability below it reads "likely wrong"
 _BUILT: dict[tuple, dspy.LM] = {}  # (model name, role, its settings) -> the LM built for it, one per process
 MODEL_SETTINGS = ("TEXT2SQL_", "LLM_", "ANTHROPIC_", "OPENAI_")  # environment variables an LM is built from
@@ -77,8 +78,12 @@ class Text2SQLProgram(dspy.Module):
         lookup_values: bool = True,
         docs: Path | str | None = None,
         verifier: Verifier | bool = True,
+        cold_budget: int | None = None,
     ):
-        """``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
+        """``cold_budget``: on the embedded model, a schema over this many tokens whose prompt prefix no cache holds
+        yet (a database no process has read) shows the linked tables of each question, as a schema over
+        ``schema_budget`` does, until :meth:`warm` has read it whole (None: the whole schema within
+        ``schema_budget`` whatever the cache holds). ``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
         True for the default store); None shows none. ``k_examples`` pairs per question, at most, within
         ``facts_budget`` tokens with the stored values (:func:`question_facts`). ``lookup_values``: show
         the stored values like the question's words (:mod:`~..db.values`). ``docs``: column and table
@@ -90,6 +95,7 @@ class Text2SQLProgram(dspy.Module):
         self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
         self.schema_budget = schema_budget
+        self.cold_budget = cold_budget
         self.facts_budget = facts_budget
         self.db_path = None if db_path is None else _path_or_url(db_path)
         self.schema_path = None if schema_path is None else Path(schema_path)
@@ -124,14 +130,18 @@ class Text2SQLProgram(dspy.Module):
             raise ConfigurationError("no database given: pass db_path=... (or schema_path=...) to the program.")
         return open_source(path, self.schema_path, self.docs_path)
 
-    def schema(self, source: DataSource, question: str, hint: str = "", history: str = "") -> SchemaView:
-        """What the prompt shows: the whole database within ``schema_budget`` tokens, else the top-k tables,
-        and with an example store the database's notes after them; with the question, the conversation's
-        earlier turns, the user's ``hint``, the nearest verified pairs and the stored values like its words
-        (:func:`question_facts`)."""
+    def schema(self, source: DataSource, question: str, hint: str = "", history: str = "", *,
+               cold: bool = True) -> SchemaView:
+        """What the prompt shows: the whole database within ``schema_budget`` tokens (with ``cold``: within
+        ``cold_budget`` while no cache holds it, :meth:`is_cold`), else the top-k tables, and with an example store
+        the database's notes after them; with the question, the conversation's earlier turns, the user's ``hint``,
+        the nearest verified pairs and the stored values like its words (:func:`question_facts`)."""
         view = schema_view(
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
+        if cold and view.whole and self.is_cold(source):
+            view = schema_view(source, question, retrieval_type=self.retrieval_type, top_k=self.top_k,
+                               budget_tokens=self.cold_budget)
         notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
         facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
                                pairs=pairs, budget_tokens=self.facts_budget)
@@ -185,6 +195,20 @@ class Text2SQLProgram(dspy.Module):
         path = None if db_path is None else str(db_path)
         return self(question=question, db_path=path, hint=hint, history=history).answer
 
+    def is_cold(self, source: DataSource) -> bool:
+        """Whether a question on ``source`` would show its linked tables for want of a warm cache: a ``cold_budget``
+        is set, the whole schema is over it, and the embedded model's caches hold less than :data:`WARM_SHARE` of
+        the prompt prefix it opens (another model: never)."""
+        from text2sql_dspy.programs.llm.factory import is_embedded_model
+        from text2sql_dspy.programs.llm.stable_prefix_adapter import schema_lead
+
+        if self.cold_budget is None or estimated_tokens(source.whole_schema) <= self.cold_budget:
+            return False
+        if not is_embedded_model(self.lm):
+            return False
+        text = self.schema(source, WARM_QUESTION, cold=False).text
+        return self.lm.engine.held_share(schema_lead(text)) < WARM_SHARE
+
     def warm_in_background(self, db_path: Path | str | None = None) -> threading.Thread:
         """:meth:`warm` on a daemon thread, started in a copy of the caller's context (so the LM of a ``dspy.context``
         around the call is the one warmed); a failure there is logged, and the first question meets it."""
@@ -207,7 +231,7 @@ class Text2SQLProgram(dspy.Module):
         from text2sql_dspy.programs.llm.factory import is_embedded_model
 
         source = self.source(db_path)
-        view = self.schema(source, WARM_QUESTION)
+        view = self.schema(source, WARM_QUESTION, cold=False)
         if not view.whole or not is_embedded_model(self.lm):
             return False
         with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()):

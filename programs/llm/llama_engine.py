@@ -211,6 +211,10 @@ class LlamaCppEngine:
             self._resolved_path, n_ctx=self.n_ctx, n_threads=self.n_threads, prefix_cache=self.prefix_cache
         )
 
+    def held_share(self, system_start: str) -> float:
+        """How much of a prompt opening with ``system_start`` is already read (:meth:`SharedLlama.held_share`)."""
+        return self.load().held_share(system_start)
+
     @property
     def stats(self) -> EngineStats:
         """Counters of the shared instance (loads the model if needed)."""

@@ -275,6 +275,21 @@ class SharedLlama:
             states.extend(disk.index.values())
         return states
 
+    def held_share(self, system_start: str) -> float:
+        """The share of the tokens that open a prompt whose system message starts with ``system_start`` which a KV
+        state this process can reuse (the live context, the RAM cache, the disk cache) already holds: 1.0 where
+        that opening would be read from the cache, near 0 where it would be read anew."""
+        import numpy as np
+
+        rendered = self._chat_formatter()(messages=[{"role": "system", "content": system_start}])
+        text = rendered.prompt[: rendered.prompt.find(system_start) + len(system_start)]
+        with self.lock:
+            ids = np.asarray(self.llm.tokenize(text.encode("utf-8"), add_bos=not rendered.added_special, special=True))
+            states = self._known_states()
+        if not len(ids):
+            return 1.0
+        return max((common_prefix(state, ids) for state in states), default=0) / len(ids)
+
     def chat(self, messages: list[dict[str, str]], **options: Any) -> tuple[dict[str, Any], int]:
         """Run one chat completion; returns ``(llama result dict, prompt tokens served from cache)``."""
         with self.lock:

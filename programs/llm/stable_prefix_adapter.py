@@ -32,7 +32,7 @@ import dspy
 from text2sql_dspy.programs.llm.factory import supports_prefill
 from text2sql_dspy.programs.llm.fields import field_marker
 
-__all__ = ["IN_SYSTEM_MESSAGE", "SCHEMA_FIELD", "StablePrefixAdapter"]
+__all__ = ["IN_SYSTEM_MESSAGE", "SCHEMA_FIELD", "StablePrefixAdapter", "schema_lead"]
 
 SCHEMA_FIELD = "table_schemas"
 IN_SYSTEM_MESSAGE = "(the database schema, given in the system message)"
@@ -67,7 +67,7 @@ class StablePrefixAdapter(dspy.ChatAdapter):
         messages = super().format(signature, demos, {**inputs, SCHEMA_FIELD: IN_SYSTEM_MESSAGE} if moved else inputs)
         system = f"{messages[0]['content']}\n\n{super().user_message_output_requirements(signature)}"
         if moved:
-            system = f"{field_marker(SCHEMA_FIELD)}\n{schema}\n\n{system}"
+            system = f"{schema_lead(schema)}\n\n{system}"
         messages[0] = {**messages[0], "content": system}
         if _prefill.get() and signature.output_fields:
             messages.append({"role": "assistant", "content": reply_prefill(signature)})
@@ -76,6 +76,11 @@ class StablePrefixAdapter(dspy.ChatAdapter):
     def user_message_output_requirements(self, signature: type[dspy.Signature]) -> None:
         """None: the reminder is in the system message, where it is part of the cached prefix."""
         return None
+
+
+def schema_lead(schema: str) -> str:
+    """How the system message of every prompt over ``schema`` starts: the prefix its prompts share."""
+    return f"{field_marker(SCHEMA_FIELD)}\n{schema}"
 
 
 def reply_prefill(signature: type[dspy.Signature]) -> str:

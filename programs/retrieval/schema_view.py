@@ -16,13 +16,16 @@ from dataclasses import dataclass
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens",
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens",
            "schema_view"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
 CHARS_PER_TOKEN = 3.5
 DEFAULT_SCHEMA_BUDGET = 9000  # tokens; the bundled 31-table schema is ~8,000
+# Tokens above which ``ask`` shows a database no cache holds yet by its linked tables (the top 5 and those that join
+# them: about 1,850 tokens of the bundled schema), rather than read it whole before its first answer.
+DEFAULT_COLD_BUDGET = 2500
 # Tokens of stored values and verified pairs shown with each question. Unlike the schema, they differ from
 # question to question, so every call reads them anew: on a CPU they are what a question's latency grows with.
 DEFAULT_FACTS_BUDGET = 300
