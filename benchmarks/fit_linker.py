@@ -1,0 +1,220 @@
+#!/usr/bin/env python
+"""Two schema-linker designs out of fold on spider-train, over merged schemas of about 150 tables each.
+
+    python benchmarks/fit_linker.py --train ../shared/benchmarks/spider-train [--folds 5] [--top-k 5]
+        [--merged DIR/database/merged/merged.sqlite --merged-questions DIR/dev.json]
+
+spider-train's 138 databases are dealt into ``--folds`` groups by name. Each group's databases are merged into one
+catalog in memory, every table renamed ``<db>__<table>`` and its foreign keys pointed at the new names, as
+``merge_schemas.py`` does on disk. Each question is ranked against its group's catalog, so its database's tables
+compete with those of about 27 others.
+
+- **A, today's retriever**: ``SemanticRetriever``'s blend, 0.5 MiniLM cosine and 0.5 BM25.
+- **B, a fitted linker**: a logistic model over per-table signals. The signals are the two scores and their ranks,
+  question words in the table's name and its columns' names, and whether the table is the blend's top hit or in
+  the part of the schema that declared keys link to it. It is fitted on the other groups' questions, so each
+  fold's databases are ones it never saw.
+
+- **C, the blend within one part**: today's blend, keeping only the tables in the part of the schema that declared
+  keys link to its top hit, and the tables no declared key links.
+
+Each takes the top ``--top-k`` and the tables that join them (``expand_with_foreign_keys``). Printed for each: the
+share of questions whose gold tables were all shown, the mean recall of gold tables, the mean number shown and how
+many of them belong to another database than the question's (at ``--top-k`` and at 3).
+With ``--merged``, both are also scored on a merged database's questions (B fitted on all of spider-train).
+Nothing here changes the program.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from text2sql_dspy.programs.catalog.catalog import Catalog, Table, introspect_sqlite  # noqa: E402
+from text2sql_dspy.programs.catalog.words import stem  # noqa: E402
+from text2sql_dspy.programs.query.join_lints import linked_parts  # noqa: E402
+from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
+from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
+    RetrievedTable,
+    SemanticRetriever,
+    expand_with_foreign_keys,
+    tokenize,
+)
+
+SIGNALS = ("cosine", "keyword", "cosine rank", "keyword rank", "blend rank", "name words", "column words",
+           "top hit", "top hit's part")
+
+
+def renamed(db: str, table: Table) -> Table:
+    columns = [c.model_copy(update={"references": f"{db}__{c.references}" if c.references else None})
+               for c in table.columns]
+    return table.model_copy(update={"name": f"{db}__{table.name}", "columns": columns})
+
+
+def merged(root: Path, dbs: list[str]) -> Catalog:
+    tables = [renamed(db, t) for db in dbs
+              for t in introspect_sqlite(root / "database" / db / f"{db}.sqlite").tables]
+    return Catalog(db_id="merged", tables=tables)
+
+
+def words(text: str) -> set[str]:
+    return {stem(w) for w in tokenize(text)}
+
+
+def signals(retriever: SemanticRetriever, catalog: Catalog, question: str) -> dict[str, dict[str, float]]:
+    """Each table's signals for ``question``."""
+    cosine, keyword = retriever.cosine_scores(question), retriever.keyword.scores(question)
+    blend = {n: 0.5 * cosine[n] + 0.5 * keyword.get(n, 0.0) for n in cosine}
+    ranks = {name: {t: i for i, t in enumerate(sorted(scores, key=lambda t: -scores[t]))}
+             for name, scores in (("cosine", cosine), ("keyword", keyword), ("blend", blend))}
+    top = min(blend, key=lambda t: ranks["blend"][t])
+    parts = linked_parts(catalog)
+    top_part = parts.get(top.lower())
+    asked = words(question)
+    found = {}
+    for table in catalog.tables:
+        name = table.name
+        own = name.split("__", 1)[-1]
+        column_words = set().union(*(words(c.name) for c in table.columns)) if table.columns else set()
+        found[name] = {
+            "cosine": cosine[name], "keyword": keyword.get(name, 0.0),
+            "cosine rank": float(np.log1p(ranks["cosine"][name])),
+            "keyword rank": float(np.log1p(ranks["keyword"][name])),
+            "blend rank": float(np.log1p(ranks["blend"][name])),
+            "name words": float(bool(words(own) & asked)),
+            "column words": len(column_words & asked) / max(1, len(asked)),
+            "top hit": float(name == top),
+            "top hit's part": float(top_part is not None and parts.get(name.lower()) == top_part),
+        }
+    return found
+
+
+def shown(catalog: Catalog, scores: dict[str, float], top_k: int) -> set[str]:
+    ordered = sorted(scores, key=lambda t: -scores[t])
+    hits = [RetrievedTable(n, max(0.0, min(1.0, scores[n]))) for n in ordered[:top_k]]
+    return {h.name.lower() for h in expand_with_foreign_keys(catalog, hits, top_k, scores=scores)}
+
+
+def questions_of(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def rows_of(catalog: Catalog, questions: list[dict], prefix: bool) -> list[dict]:
+    """Per question: its database, gold tables (merged names) and each table's signals."""
+    retriever = SemanticRetriever(catalog)
+    names = {t.name.lower() for t in catalog.tables}
+    out = []
+    for q in questions:
+        gold = {f"{q['db_id']}__{t}".lower() if prefix else t.lower() for t in tables_read(q["query"])}
+        if not gold or not gold <= names:
+            continue
+        out.append({"db": q["db_id"], "gold": gold, "signals": signals(retriever, catalog, q["question"]),
+                    "catalog": catalog})
+    return out
+
+
+def fit(rows: list[dict]):  # noqa: ANN201 - a scikit-learn model
+    from sklearn.linear_model import LogisticRegression
+
+    x = [[s[n] for n in SIGNALS] for r in rows for s in r["signals"].values()]
+    y = [t.lower() in r["gold"] for r in rows for t in r["signals"]]
+    return LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced").fit(np.array(x), np.array(y))
+
+
+def scored(rows: list[dict], top_k: int, model=None, *, one_part: bool = False) -> dict[str, float]:  # noqa: ANN001
+    """Figures of the blend (``model`` None) or of ``model``; ``one_part``: only the tables in the top hit's part
+    of the schema (:func:`linked_parts`) and those no declared key links, where the top hit has a part."""
+    every, recall, sizes, foreign = [], [], [], []
+    for r in rows:
+        tables = list(r["signals"])
+        if model is None:
+            scores = {t: 0.5 * r["signals"][t]["cosine"] + 0.5 * r["signals"][t]["keyword"] for t in tables}
+        else:
+            p = model.predict_proba(np.array([[r["signals"][t][n] for n in SIGNALS] for t in tables]))[:, 1]
+            scores = dict(zip(tables, map(float, p), strict=True))
+        if one_part:
+            parts = r.setdefault("parts", linked_parts(r["catalog"]))
+            top = parts.get(max(scores, key=lambda t: scores[t]).lower())
+            if top is not None:
+                scores = {t: v for t, v in scores.items() if parts.get(t.lower(), top) == top}
+        got = shown(r["catalog"], scores, top_k)
+        every.append(r["gold"] <= got)
+        recall.append(len(r["gold"] & got) / len(r["gold"]))
+        sizes.append(len(got))
+        foreign.append(sum(not t.startswith(f"{r['db'].lower()}__") for t in got))
+    return {"questions": len(rows), "all gold shown": statistics.mean(every), "recall": statistics.mean(recall),
+            "tables shown": statistics.mean(sizes), "of other databases": statistics.mean(foreign)}
+
+
+def report(label: str, figures: dict[str, float]) -> None:
+    print(f"  {label:34s} all gold shown {figures['all gold shown']:.3f}  recall {figures['recall']:.3f}  "
+          f"tables shown {figures['tables shown']:.1f}, of other databases {figures['of other databases']:.1f}  "
+          f"({figures['questions']} questions)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--limit", type=int, help="only the first N questions of each database")
+    parser.add_argument("--merged", type=Path, help="a merged SQLite database (merge_schemas.py) to score on too")
+    parser.add_argument("--merged-questions", type=Path, help="its questions (merge_schemas.py's dev.json, with "
+                        "own.json beside it naming each question's own database)")
+    args = parser.parse_args(argv)
+    questions = questions_of(args.train / "train.json")
+    dbs = sorted({q["db_id"] for q in questions})
+    group = {db: i % args.folds for i, db in enumerate(dbs)}
+    by_db: dict[str, list[dict]] = defaultdict(list)
+    for q in questions:
+        if args.limit is None or len(by_db[q["db_id"]]) < args.limit:
+            by_db[q["db_id"]].append(q)
+    folds = []
+    for f in range(args.folds):
+        members = [db for db in dbs if group[db] == f]
+        catalog = merged(args.train, members)
+        folds.append(rows_of(catalog, [q for db in members for q in by_db[db]], prefix=True))
+        print(f"fold {f}: {len(members)} databases, {len(catalog.tables)} tables, {len(folds[-1])} questions",
+              flush=True)
+    every = [r for rows in folds for r in rows]
+    held_out = [(rows, fit([r for g, other in enumerate(folds) if g != f for r in other]))
+                for f, rows in enumerate(folds)]
+    for k in sorted({3, args.top_k}):
+        print(f"\nout of fold, top {k} and the tables that join them:")
+        report("A: today's blend", scored(every, k))
+        combined = [scored(rows, k, model) for rows, model in held_out]
+        total = sum(c["questions"] for c in combined)
+        report("B: fitted linker", {key: sum(c[key] * c["questions"] for c in combined) / total
+                                    if key != "questions" else total for key in combined[0]})
+        report("C: the blend, top hit's part only", scored(every, k, one_part=True))
+    model = fit(every)
+    print("\nB's weights, fitted on every fold (signals as given, not standardised):")
+    for name, weight in zip(SIGNALS, model.coef_[0], strict=True):
+        print(f"  {name:16s} {weight:+.3f}")
+    if args.merged is not None and args.merged_questions is not None:
+        catalog = introspect_sqlite(args.merged)
+        asked = questions_of(args.merged_questions)
+        own = args.merged_questions.with_name("own.json")  # the same questions on their own databases, in order
+        if own.is_file():
+            asked = [{**q, "db_id": o["db_id"]} for q, o in zip(asked, questions_of(own), strict=True)]
+        rows = rows_of(catalog, asked, prefix=False)
+        print(f"\n{args.merged} ({len(catalog.tables)} tables):")
+        for k in sorted({3, args.top_k}):
+            print(f"  top {k}:")
+            report("A: today's blend", scored(rows, k))
+            report("B: fitted on spider-train", scored(rows, k, model))
+            report("C: the blend, top hit's part only", scored(rows, k, one_part=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
