@@ -54,7 +54,7 @@ def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
         chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
         noted = any(isinstance(f, dict) and not Kind(f["kind"]).is_error for f in chosen.get("findings", []))
         words = verdict_of(float(r.get("confidence") or 0), sure=verifier["early_sure" if early else "sure"],
-                           doubtful=verifier["doubtful"], noted=noted)
+                           doubtful=verifier["doubtful"], noted=noted, valid=chosen.get("valid", True))
         return bool(r.get("sql")) and words is Verdict.LIKELY_RIGHT
     return r.get("verdict") == Verdict.LIKELY_RIGHT.value if "verdict" in r else float(r.get("confidence") or 0) >= sure
 

@@ -171,3 +171,14 @@ def test_calibrate_refuses_a_database_with_too_few_pairs(capsys: pytest.CaptureF
                      "--examples", str(tmp_path / "empty.sqlite"), "--retrieval", "keyword"])
     assert code == EXIT_USER_ERROR
     assert f"0 verified pairs stored for this database; calibrating needs at least {MIN_ANSWERS}" in capsys.readouterr().err
+
+
+def test_a_calibrated_answer_whose_query_fails_validation_is_never_likely_right(tiny_db: Path, tmp_path: Path) -> None:
+    source = open_source(tiny_db)
+    program = Baseline(tiny_db, retrieval_type="keyword")
+    calibration = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.7, model="dummy")
+    save_calibration(calibration, database_key(source), program.calibration_name())
+    with dspy.context(lm=DummyLM([draft("SELECT no_such_column FROM users")] * 2)):
+        answer = program.run("How many users are there?")
+    assert answer.calibrated and not answer.valid and answer.confidence > calibration.sure_at
+    assert answer.verdict == "check this"

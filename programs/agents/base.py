@@ -177,7 +177,7 @@ class Text2SQLProgram(dspy.Module):
             "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True, "sure": sure,
             "calibration": calibration.describe(), "basis": calibration.describe(),
             "verdict": verdict_of(probability, sure=calibration.sure_at, doubtful=CALIBRATED_DOUBTFUL,
-                                  noted=bool(answer.noted)).value,
+                                  noted=bool(answer.noted), valid=answer.valid).value,
         })
 
     def calibration_name(self) -> str:
