@@ -115,6 +115,9 @@ def ask(args: argparse.Namespace) -> int:
     status = save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
     if cold and sys.stdout.isatty():
         warm_after(program, db_path, len(answer.tables))
+    elif cold:
+        print(f"note: the schema is not cached yet, so the {len(answer.tables)} tables linked to the question were "
+              "shown; ask on a terminal, or open text2sql chat, to read it whole once", file=sys.stderr)
     return status
 
 

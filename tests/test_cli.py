@@ -183,3 +183,21 @@ def test_after_a_cold_answer_ask_reads_the_whole_schema_and_ctrl_c_skips_it(
     err = capsys.readouterr().err
     assert program.warmed == ["shop.sqlite"] and "shown the 8 tables linked to it" in err
     assert ("skipped" in err) is interrupt
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_ask_off_a_terminal_says_when_a_cold_schema_was_shown_its_linked_tables(
+    capsys: pytest.CaptureFixture[str], tiny_db: Path, monkeypatch: pytest.MonkeyPatch, cold: bool
+) -> None:
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    from tests.fakes import draft
+
+    monkeypatch.setattr("text2sql_dspy.programs.agents.base.Text2SQLProgram.is_cold", lambda self, source: cold)
+    with dspy.context(lm=DummyLM([draft("SELECT count(*) FROM users")])):
+        code = main(["ask", "How many users?", "--db", str(tiny_db), "--program", "baseline", "--retrieval", "keyword",
+                     "--no-examples"])
+    captured = capsys.readouterr()
+    assert code == 0 and "SELECT count(*) FROM users" in captured.out
+    assert ("the schema is not cached yet" in captured.err) is cold
