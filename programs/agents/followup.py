@@ -9,13 +9,12 @@ for a question with no query before it.
 
 from __future__ import annotations
 
-from text2sql_dspy.programs.query.difference import parts
+from text2sql_dspy.programs.query.difference import READS, ROW_FILTER, parts
 
 __all__ = ["FOLLOW_UP", "follow_up_features"]
 
 FOLLOW_UP = ("follow-up", "follow-up: unchanged", "follow-up: kept", "follow-up: added", "follow-up: filters dropped",
              "follow-up: tables dropped")
-FILTER, TABLE = "keeps rows where ", "reads "
 
 
 def follow_up_features(sql: str, previous: str, dialect: str = "sqlite") -> dict[str, float]:
@@ -34,8 +33,8 @@ def follow_up_features(sql: str, previous: str, dialect: str = "sqlite") -> dict
     found["follow-up: unchanged"] = float(set(before) == set(after))
     found["follow-up: kept"] = len(kept) / len(before)
     found["follow-up: added"] = float(sum(p not in before for p in after))
-    found["follow-up: filters dropped"] = _dropped(before, after, FILTER)
-    found["follow-up: tables dropped"] = _dropped(before, after, TABLE)
+    found["follow-up: filters dropped"] = _dropped(before, after, ROW_FILTER)
+    found["follow-up: tables dropped"] = _dropped(before, after, READS)
     return found
 
 

@@ -46,7 +46,7 @@ SINGLE_ASKED = re.compile(r"\b(the (most|least|highest|lowest|largest|smallest|f
                           r"\w+est|maximum|minimum|only one|which one|\bone\b)", re.IGNORECASE)
 
 
-ASKED_SET = frozenset(ASKED)
+ASKED_SET, FOLLOW_UP_SET = frozenset(ASKED), frozenset(FOLLOW_UP)
 DIGITS = 10  # significant digits a verifier's numbers are written with
 
 
@@ -155,10 +155,11 @@ class Verifier:
     def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
                     early: bool = False, previous: str = "") -> float:
         """P(right) of ``reading``: by the early model (first draft alone), else by the full one; ``previous``: the
-        query of the turn a follow-up follows."""
+        query of the turn a follow-up follows, read where the model weighs :data:`FOLLOW_UP`."""
         model = self.early if early else self.full
+        follows = not FOLLOW_UP_SET.isdisjoint(model.names)  # else no parse of either query
         found = features(reading, question, drafts=drafts, groups=groups, asked=not ASKED_SET.isdisjoint(model.names),
-                         previous=previous)
+                         previous=previous if follows else "")
         return model.probability(found)
 
     def words(self, probability: float, *, early: bool = False, noted: bool = False) -> str:

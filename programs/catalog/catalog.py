@@ -167,6 +167,18 @@ class Catalog(BaseModel):
     def table_names(self) -> list[str]:
         return [t.name for t in self.tables]
 
+    def links(self) -> dict[str, set[str]]:
+        """Each table's lower-cased name -> the lower-cased names of the other tables a declared foreign key joins
+        it to, either way."""
+        links: dict[str, set[str]] = {t.name.lower(): set() for t in self.tables}
+        for table in self.tables:
+            for _, referenced, _ in table.foreign_keys:
+                a, b = table.name.lower(), referenced.lower()
+                if a != b and b in links:
+                    links[a].add(b)
+                    links[b].add(a)
+        return links
+
     def neighbours(self, name: str) -> list[str]:
         """Tables joined to ``name`` by a foreign key, in either direction."""
         table = self.table(name)

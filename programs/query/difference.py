@@ -11,7 +11,11 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["changes", "differences"]
+__all__ = ["READS", "ROW_FILTER", "changes", "differences", "parts"]
+
+# How a part's words start, by kind (what :func:`parts` writes and the readers of its words look for)
+RETURNS, READS, ROW_FILTER, GROUP_FILTER = "returns ", "reads ", "keeps rows where ", "keeps groups where "
+FILTERS = (ROW_FILTER, GROUP_FILTER)
 
 
 def differences(sql_a: str, sql_b: str, dialect: str = "sqlite") -> tuple[list[str], list[str]]:
@@ -32,11 +36,11 @@ def parts(sql: str, dialect: str = "sqlite") -> list[str]:
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     if select is None:
         return []
-    out = [f"returns {_sql(e, dialect)}" for e in select.expressions]
-    out += [f"reads {_sql(t, dialect)}" for t in select.find_all(exp.Table) if t.parent_select is select]
+    out = [f"{RETURNS}{_sql(e, dialect)}" for e in select.expressions]
+    out += [f"{READS}{_sql(t, dialect)}" for t in select.find_all(exp.Table) if t.parent_select is select]
     where = select.args.get("where")
     if where is not None:
-        out += [f"keeps rows where {_sql(c, dialect)}" for c in _conjuncts(where.this)]
+        out += [f"{ROW_FILTER}{_sql(c, dialect)}" for c in _conjuncts(where.this)]
     if select.args.get("distinct") is not None:
         out.append("drops repeated rows (DISTINCT)")
     group = select.args.get("group")
@@ -44,7 +48,7 @@ def parts(sql: str, dialect: str = "sqlite") -> list[str]:
         out.append("groups by " + ", ".join(_sql(e, dialect) for e in group.expressions))
     having = select.args.get("having")
     if having is not None:
-        out += [f"keeps groups where {_sql(c, dialect)}" for c in _conjuncts(having.this)]
+        out += [f"{GROUP_FILTER}{_sql(c, dialect)}" for c in _conjuncts(having.this)]
     order = select.args.get("order")
     if order is not None:
         out.append("sorts by " + ", ".join(_sql(e, dialect) for e in order.expressions))
@@ -76,23 +80,22 @@ def changes(previous: str, sql: str, dialect: str = "sqlite") -> str:
     before, after = parts(previous, dialect), parts(sql, dialect)
     if not before or not after:
         return ""
-    filters = ("keeps rows where ", "keeps groups where ")
-    kept = [p for p in before if p in after and p.startswith(filters)]
-    added = [p for p in after if p not in before and p.startswith(filters)]
-    removed = [p for p in before if p not in after and p.startswith(filters)]
-    shows = [p.removeprefix("returns ") for p in after if p.startswith("returns ")]
+    kept = [p for p in before if p in after and p.startswith(FILTERS)]
+    added = [p for p in after if p not in before and p.startswith(FILTERS)]
+    removed = [p for p in before if p not in after and p.startswith(FILTERS)]
+    shows = [p.removeprefix(RETURNS) for p in after if p.startswith(RETURNS)]
     if not kept and not set(before) & set(after):
         return ""
     said = [f"kept: {', '.join(_plain(p) for p in kept)}" if kept else "",
             f"added: {', '.join(_plain(p) for p in added)}" if added else "",
             f"dropped: {', '.join(_plain(p) for p in removed)}" if removed else "",
-            f"returns: {', '.join(shows)}" if shows != [p.removeprefix("returns ") for p in before
-                                                      if p.startswith("returns ")] else ""]
+            f"returns: {', '.join(shows)}" if shows != [p.removeprefix(RETURNS) for p in before
+                                                      if p.startswith(RETURNS)] else ""]
     return "; ".join(s for s in said if s)
 
 
 def _plain(part: str) -> str:
-    for lead in ("keeps rows where ", "keeps groups where "):
+    for lead in FILTERS:
         if part.startswith(lead):
             return part[len(lead):]
     return part

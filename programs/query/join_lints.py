@@ -194,6 +194,17 @@ def off_key_join(query: Query) -> list[Finding]:
     """An equality of two stored tables' columns (in ON or WHERE) where one is a foreign key and the other is not the
     column it references; quiet where both reference the same key (siblings) or the other references this one."""
     found = []
+    for condition, left, right in column_equalities(query):
+        said = sorted(m for m in (_off_key(left, right, query.catalog), _off_key(right, left, query.catalog)) if m)
+        if said:  # the side whose referenced table is the other's first: "join on budget.id"
+            found.append(Finding(kind=Kind.OFF_KEY_JOIN, message=said[0][1],
+                                 where=condition.sql(dialect=query.dialect)))
+    return distinct(found)
+
+
+def column_equalities(query: Query) -> Iterator[tuple[exp.EQ, tuple[Source, Column], tuple[Source, Column]]]:
+    """``(condition, left, right)`` for each equality (in ON or WHERE, of any SELECT) of two columns that resolve to
+    different stored sources."""
     for select in _selects(query):
         tables = sources(select, query.catalog)
         clauses = [*(j.args.get("on") for j in select.args.get("joins") or []), select.args.get("where")]
@@ -202,13 +213,8 @@ def off_key_join(query: Query) -> list[Finding]:
                     and isinstance(condition.expression, exp.Column)):
                 continue
             left, right = resolve(condition.this, tables), resolve(condition.expression, tables)
-            if left is None or right is None or left[0].alias == right[0].alias:
-                continue
-            said = sorted(m for m in (_off_key(left, right, query.catalog), _off_key(right, left, query.catalog)) if m)
-            if said:  # the side whose referenced table is the other's first: "join on budget.id"
-                found.append(Finding(kind=Kind.OFF_KEY_JOIN, message=said[0][1],
-                                     where=condition.sql(dialect=query.dialect)))
-    return distinct(found)
+            if left is not None and right is not None and left[0].alias != right[0].alias:
+                yield condition, left, right
 
 
 def _off_key(key: tuple[Source, Column], other: tuple[Source, Column], catalog: Catalog) -> tuple[bool, str] | None:
@@ -244,36 +250,21 @@ def unlinked_join(query: Query) -> list[Finding]:
     it or to it) and no chain of them links the two; quiet where either table declares none, as nothing says how it
     joins."""
     found, parts = [], None
-    for select in _selects(query):
-        tables = sources(select, query.catalog)
-        clauses = [*(j.args.get("on") for j in select.args.get("joins") or []), select.args.get("where")]
-        for condition in (c for clause in clauses for c in conjuncts(clause)):
-            if not (isinstance(condition, exp.EQ) and isinstance(condition.this, exp.Column)
-                    and isinstance(condition.expression, exp.Column)):
-                continue
-            left, right = resolve(condition.this, tables), resolve(condition.expression, tables)
-            if left is None or right is None or left[0].table is right[0].table:
-                continue
-            parts = parts if parts is not None else linked_parts(query.catalog)
-            one, other = (parts.get(side[0].table.name.lower()) for side in (left, right))
-            if one is not None and other is not None and one != other:
-                a, b = left[0].table.name, right[0].table.name
-                found.append(Finding(kind=Kind.UNLINKED_JOIN, where=condition.sql(dialect=query.dialect),
-                                     message=f"no declared foreign key links {a} and {b}, directly or through other "
-                                             "tables: check that these are the tables the question means"))
+    for condition, (one, _), (other, _) in column_equalities(query):
+        parts = parts if parts is not None else linked_parts(query.catalog)
+        first, second = parts.get(one.table.name.lower()), parts.get(other.table.name.lower())
+        if first is not None and second is not None and first != second:
+            found.append(Finding(kind=Kind.UNLINKED_JOIN, where=condition.sql(dialect=query.dialect),
+                                 message=f"no declared foreign key links {one.table.name} and {other.table.name}, "
+                                         "directly or through other tables: check that these are the tables the "
+                                         "question means"))
     return distinct(found)
 
 
 def linked_parts(catalog: Catalog) -> dict[str, int]:
     """Each table with a declared foreign key (from it or to it), by lower-cased name: the number of the part of
     the schema its keys link it to (tables that no key links are left out)."""
-    links: dict[str, set[str]] = {}
-    for table in catalog.tables:
-        for _, target, _ in table.foreign_keys:
-            a, b = table.name.lower(), target.lower()
-            if a != b and catalog.table(target) is not None:
-                links.setdefault(a, set()).add(b)
-                links.setdefault(b, set()).add(a)
+    links = {name: near for name, near in catalog.links().items() if near}
     part: dict[str, int] = {}
     for number, start in enumerate(name for name in links if name not in part):
         todo, part[start] = [start], number

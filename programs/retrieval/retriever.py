@@ -102,7 +102,7 @@ def tokenize(text: Any, *, keep_stopwords: bool = False) -> list[str]:
 
 def _neutral_order(catalog: Catalog) -> list[str]:
     """Table names, most foreign-key links first (catalog order breaks ties)."""
-    links = _adjacency(catalog)
+    links = catalog.links()
     position = {name: i for i, name in enumerate(catalog.table_names)}
     return sorted(catalog.table_names, key=lambda n: (-len(links[n.lower()]), position[n]))
 
@@ -337,18 +337,6 @@ def make_retriever(catalog: Catalog, retrieval_type: str = "semantic") -> TableR
 # --------------------------------------------------------------------------- join completion
 
 
-def _adjacency(catalog: Catalog) -> dict[str, set[str]]:
-    """Lower-cased table name -> lower-cased names of the tables a foreign key joins it to."""
-    links: dict[str, set[str]] = {t.name.lower(): set() for t in catalog.tables}
-    for table in catalog.tables:
-        for _, referenced, _ in table.foreign_keys:
-            a, b = table.name.lower(), referenced.lower()
-            if a != b and b in links:
-                links[a].add(b)
-                links[b].add(a)
-    return links
-
-
 def expand_with_foreign_keys(
     catalog: Catalog,
     hits: Sequence[RetrievedTable],
@@ -380,7 +368,7 @@ def expand_with_foreign_keys(
         rank[name.lower()] = len(result) - 1
         score_of[name.lower()] = result[-1].score
 
-    links = _adjacency(catalog)
+    links = catalog.links()
     names = {t.name.lower(): t.name for t in catalog.tables}
 
     def add_bridges() -> None:

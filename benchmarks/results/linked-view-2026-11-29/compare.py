@@ -6,8 +6,9 @@
 import gzip
 import json
 import statistics
-from math import comb
 from pathlib import Path
+
+from text2sql_dspy.optimize.report import paired_comparison
 
 R = Path(__file__).resolve().parent
 
@@ -17,18 +18,14 @@ def load(name: str) -> dict[int, dict]:
         return {(r := json.loads(line))["index"]: r for line in fh.read().splitlines()}
 
 
-def sign_p(gained: int, lost: int) -> float:
-    n, k = gained + lost, min(gained, lost)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2**n)
-
-
 whole, linked = load("whole"), load("linked")
 both = sorted(set(whole) & set(linked))
+paired = paired_comparison([whole[i] for i in both], [linked[i] for i in both])
 gained = [i for i in both if linked[i]["correct"] and not whole[i]["correct"]]
 lost = [i for i in both if whole[i]["correct"] and not linked[i]["correct"]]
-print(f"{len(both)} questions answered by both (data/train.json, first {max(both) + 1})")
-print(f"right: whole {sum(whole[i]['correct'] for i in both)}, linked {sum(linked[i]['correct'] for i in both)}; "
-      f"linked gained {gained}, lost {lost}, sign test p = {sign_p(len(gained), len(lost)):.3f}")
+print(f"{paired['questions']} questions answered by both (data/train.json, first {max(both) + 1})")
+print(f"right: whole {paired['reference_correct']}, linked {paired['other_correct']}; linked gained {gained}, "
+      f"lost {lost}, sign test p = {paired['sign_test_p']:.3f}")
 for name, runs in (("whole", whole), ("linked", linked)):
     seconds = [runs[i]["metrics"]["latency_s"] for i in both]
     tokens = [runs[i]["metrics"]["prompt_tokens"] for i in both]
