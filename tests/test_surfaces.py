@@ -5,19 +5,14 @@ built (only the timings differ)."""
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
-import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from text2sql_dspy.cli import main
-from text2sql_dspy.optimize import evaluation
-from text2sql_dspy.programs.answer import Answer
 from tests.fakes import draft
-from text2sql_dspy.programs.web.service import ServeConfig, Service
-from tests.web_fakes import FAILED_BY_USER, client_for
+from tests.web_fakes import FAILED_BY_USER, on_every_surface
+from text2sql_dspy.programs.answer import Answer
 
 QUESTION = "Which users failed to log in, and how often?"
 
@@ -32,29 +27,8 @@ def test_ask_json_the_api_the_page_and_an_evaluate_record_carry_the_same_answer(
     tiny_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))  # no earlier conversation, no calibration
-    common = ["--db", str(tiny_db), "--program", "v1", "--retrieval", "keyword", "--no-examples"]
-    with dspy.context(lm=DummyLM([draft(FAILED_BY_USER)])):
-        assert main(["ask", QUESTION, *common, "--json"]) == 0
-    from_cli = json.loads(capsys.readouterr().out)
-
-    service = Service(ServeConfig(databases={"tiny": str(tiny_db)}, program="v1"), lm=DummyLM([draft(FAILED_BY_USER)]),
-                      program_options={"retrieval_type": "keyword"})
-    try:
-        client = client_for(service)
-        from_api = client.post("/api/ask", json={"question": QUESTION}).json()
-        page = client.get(f"/jobs/{from_api['job']}").text
-    finally:
-        service.close()
-
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "test.json").write_text(json.dumps([{"db_id": "tiny", "question": QUESTION, "query": FAILED_BY_USER}]))
-    (data / "database" / "tiny").mkdir(parents=True)
-    (data / "database" / "tiny" / "tiny.sqlite").write_bytes(tiny_db.read_bytes())
-    with dspy.context(lm=DummyLM([draft(FAILED_BY_USER)])):
-        assert evaluation.main(["--data", str(data), "--program", "v1", "--retrieval", "keyword",
-                                "--out", str(tmp_path / "run")]) == 0
-    record = json.loads((tmp_path / "run" / "records.jsonl").read_text().splitlines()[0])
+    seen = on_every_surface(tiny_db, tmp_path, capsys, QUESTION, "v1", lambda: DummyLM([draft(FAILED_BY_USER)]))
+    from_cli, from_api, page, record = seen.cli, seen.api, seen.page, seen.record
 
     assert from_cli["sql"] == FAILED_BY_USER and from_cli["readings"][0]["findings"] == []
     assert same_fields(from_api) == same_fields(from_cli)

@@ -365,7 +365,10 @@ class ReActAgent(Text2SQLProgram):
                 record.run(sql)  # the answer's rows, for its reading
                 return self._submitted(record, Candidate(Draft(sql, record.draft_confidence), check), drafts)
             reason = reason or "the repair loop's query did not pass the validator"
-        return _no_answer(record, reason, drafts)
+        answer = _no_answer(record, reason, drafts)
+        if self.verifier is not None and not answer.sql:  # no query is never right: the verifier's words say so
+            answer = answer.model_copy(update={"verdict": self.verifier.words(0.0), "basis": ESTIMATED})
+        return answer
 
     def _repair_agent(self) -> dspy.ReAct:
         return repair_agent(self.judge is not None, self.limits.max_iterations)
