@@ -81,6 +81,7 @@ class CompileConfig:
     reflection_model: str | None = None
     retrieval: str = "semantic"
     top_k: int = 5
+    schema_budget: int | None = None  # tokens up to which the whole schema is shown (None: the program's default)
     threads: int = 1
     examples: str | None = None  # the example store (default: beside ``out``)
     learn: bool = True  # put the training split into the store first
@@ -117,6 +118,7 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     student = make_program(
         config.program, model_id=config.model, judge_model_id=config.judge_model,
         retrieval_type=config.retrieval, top_k=config.top_k, examples=store, k_examples=config.k_examples,
+        **({"schema_budget": config.schema_budget} if config.schema_budget is not None else {}),
     )
     student.selector.exclude_same_question = True  # a training question is never shown its own pair
     metric = make_metric(config.metric, judge_model=config.judge_model, threshold=config.threshold)
@@ -164,6 +166,7 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         },
         "learned_databases": None if learned is None else sorted(learned.keys),
         "k_examples": config.k_examples,
+        "view": {"retrieval": config.retrieval, "top_k": config.top_k, "schema_budget": config.schema_budget},
         "demos": demos,
         "dev_before": before,
         "dev_after": after,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from text2sql_dspy.programs.command import Command, non_negative_int, positive_int
+from text2sql_dspy.programs.command import Command, add_view_arguments, non_negative_int, positive_int
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 
 RESUME_HELP = (
@@ -102,8 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
     parser.add_argument("--judge-model", help="judge LM, for the metric and V2 (default: TEXT2SQL_JUDGE_MODEL / LLM_JUDGE_MODEL)")
     parser.add_argument("--reflection-model", help="LM that proposes instructions for MIPROv2 and GEPA (default: the agent's)")
-    parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
-    parser.add_argument("--top-k", type=positive_int, default=5)
+    add_view_arguments(parser)
     parser.add_argument("--threads", type=positive_int, default=1, help="parallel program runs (1 for the local model)")
 
 
@@ -123,7 +122,8 @@ def compile_and_save(args: argparse.Namespace) -> int:
         program=args.program, optimizer=args.optimizer, metric=args.metric, data=args.data, out=args.out,
         train_split=args.train_split, dev_split=args.dev_split, budget=budget, seed=args.seed,
         threshold=args.threshold, model=args.model, judge_model=args.judge_model,
-        reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k, threads=args.threads,
+        reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k,
+        schema_budget=args.schema_budget, threads=args.threads,
         examples=args.examples, learn=not args.no_learn, k_examples=args.k_examples, by_database=by_database,
     )
     meta = compile_program(config)

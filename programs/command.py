@@ -39,7 +39,7 @@ def _whole_number(text: str, *, minimum: int) -> int:
 
 
 def add_view_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that choose what of a database the prompt shows (``ask``, ``chat``, ``evaluate``)."""
+    """The options that choose what of a database the prompt shows (``ask``, ``chat``, ``evaluate``, ``compile``)."""
     parser.add_argument("--retrieval", choices=["semantic", "keyword"], default="semantic")
     parser.add_argument("--top-k", type=positive_int, default=5)
     parser.add_argument("--schema-budget", type=positive_int, metavar="TOKENS",

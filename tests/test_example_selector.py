@@ -138,9 +138,10 @@ def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_sto
     data = write_spider_folder(tmp_path / "spider", tiny_db, {"train": PAIRS, "dev": []})
     out = tmp_path / "compiled" / "v2.json"
     argv = ["--program", "v2", "--optimizer", "none", "--data", str(data), "--out", str(out), "--retrieval", "keyword",
-            "--dev-limit", "0", "--metric", "execution", "--k-examples", "2"]
+            "--dev-limit", "0", "--metric", "execution", "--k-examples", "2", "--schema-budget", "4000"]
     assert compile_main(argv) == 0
     meta = json.loads(metadata_path(out).read_text())
+    assert meta["view"] == {"retrieval": "keyword", "top_k": 5, "schema_budget": 4000}  # what the prompts showed
     assert meta["examples"] == "v2.examples.sqlite" and meta["learned"] == {"added": 4, "already_stored": 0, "refused": 0}
     program = make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
     assert program.selector is not None and program.selector.store.path == out.with_suffix(".examples.sqlite")
