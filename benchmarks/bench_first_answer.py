@@ -10,7 +10,9 @@ Each mode runs in its own process with the disk tier of the KV prefix cache off 
 here), so nothing an earlier process read helps; the bundled database's value index, kept in the user cache, is
 built first and not timed. ``--schema-budget`` shows the linked tables of a schema over that many tokens (the
 whole schema is about 8,300); ``--cold-budget``, as ``ask`` does, only while no cache holds it. Prints the seconds of the warm-up (warmed mode), of the first question and of the second,
-for the first two questions of the bundled ``data/test.json``. Run both modes in one sitting and compare ratios.
+for the first two questions of the bundled ``data/test.json`` (``--start I``: from its I-th; ``--questions N``: N of
+them, the first timed as the first answer, each later one as the next). ``--top-k`` sets the program's tables shown
+where the schema is not shown whole. Run both modes in one sitting and compare ratios.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from text2sql_dspy.programs.agents.registry import make_program  # noqa: E402
 from text2sql_dspy.programs.bundled import ensure_bundled_database  # noqa: E402
 from text2sql_dspy.programs.catalog.values import value_index  # noqa: E402
 from text2sql_dspy.programs.source import open_source  # noqa: E402
+from text2sql_dspy.optimize.calibrate_command import same_rows  # noqa: E402
 
 TEST = Path(__file__).resolve().parents[1] / "data" / "test.json"
 
@@ -37,24 +40,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--program", default="v2")
     parser.add_argument("--schema-budget", type=int, help="the program's schema_budget (default: its own)")
     parser.add_argument("--cold-budget", type=int, help="the program's cold_budget (default: none)")
+    parser.add_argument("--top-k", type=int, help="the program's top_k (default: its own)")
+    parser.add_argument("--start", type=int, default=0, help="the first question's index in data/test.json")
+    parser.add_argument("--questions", type=int, default=2, help="how many questions, in order")
     args = parser.parse_args(argv)
     db = str(ensure_bundled_database())
     value_index(open_source(db))  # built (or read) before anything is timed
-    questions = [q["question"] for q in json.loads(TEST.read_text(encoding="utf-8"))[:2]]
-    budget = {k: v for k, v in (("schema_budget", args.schema_budget), ("cold_budget", args.cold_budget)) if v}
+    tests = json.loads(TEST.read_text(encoding="utf-8"))[args.start: args.start + args.questions]
+    questions = [q["question"] for q in tests]
+    budget = {k: v for k, v in (("schema_budget", args.schema_budget), ("cold_budget", args.cold_budget),
+                                ("top_k", args.top_k)) if v}
     program = make_program(args.program, db_path=db, **budget)
     figures: dict[str, float | bool] = {}
     if args.mode == "warmed":
         start = time.perf_counter()
         figures["warmed"] = program.warm(db)
         figures["warm-up s"] = time.perf_counter() - start
-    for label, question in zip(("first answer s", "second answer s"), questions):
+    seconds, right = [], []
+    for test in tests:
         start = time.perf_counter()
-        program.run(question, db)
-        figures[label] = time.perf_counter() - start
+        answer = program.run(test["question"], db)
+        seconds.append(time.perf_counter() - start)
+        right.append(answer.sql != "" and same_rows(open_source(db).database, answer.sql, test["query"]))
+    figures["first answer s"] = seconds[0]
+    if len(seconds) > 1:
+        figures["second answer s"] = seconds[1]
     print(json.dumps({"mode": args.mode, "program": args.program, "schema_budget": args.schema_budget,
-                      "cold_budget": args.cold_budget, **{k: round(v, 1) if isinstance(v, float) else v
-                                                                        for k, v in figures.items()}}))
+                      "cold_budget": args.cold_budget, "top_k": args.top_k, "start": args.start,
+                      **{k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()},
+                      "answer s": [round(s, 1) for s in seconds], "right": right}))
     return 0
 
 

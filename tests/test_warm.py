@@ -118,3 +118,18 @@ def test_warming_reads_the_whole_schema_of_a_cold_database(tiny_db: Path, tiny_s
 def test_another_model_is_never_cold(tiny_db: Path, tiny_schemas: Path) -> None:
     program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=logprob_lm([]), cold_budget=10)
     assert program.is_cold(program.source()) is False and program.schema(program.source(), "How many users?").whole
+
+
+def test_a_cold_view_ranks_by_keywords_whatever_the_program_s_retrieval(
+    tiny_db: Path, tiny_schemas: Path, embedded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from text2sql_dspy.programs.retrieval import schema_view
+
+    asked: list[str] = []
+    make_retriever = schema_view.make_retriever
+    monkeypatch.setattr(schema_view, "make_retriever", lambda catalog, kind: asked.append(kind) or make_retriever(catalog, "keyword"))
+    lm = logprob_lm([])
+    lm.engine.held_share = lambda lead: 0.0
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="semantic", lm=lm, top_k=1, cold_budget=10)
+    view = program.schema(program.source(), "How many users are suspended?")
+    assert not view.whole and asked == ["keyword"]  # no embedding model loaded for a first answer

@@ -52,6 +52,9 @@ ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to thi
 logger = logging.getLogger(__name__)
 WARM_QUESTION = "How many rows are there?"  # what warm() drafts for: any question shares the prefix before it
 WARM_SHARE = 0.9  # the share of a schema's prompt prefix a cache must hold for it to be read whole (``cold_budget``)
+# How a cold view ranks tables: by keywords, whatever ``retrieval_type`` says. The embedding model's import and the
+# tables' encoding cost a new process more than the shorter prompt saves it.
+COLD_RETRIEVAL = "keyword"
 CALIBRATED_DOUBTFUL = 0.5  # a calibrated probability below it reads "likely wrong"
 _BUILT: dict[tuple, dspy.LM] = {}  # (model name, role, its settings) -> the LM built for it, one per process
 MODEL_SETTINGS = ("TEXT2SQL_", "LLM_", "ANTHROPIC_", "OPENAI_")  # environment variables an LM is built from
@@ -82,7 +85,7 @@ class Text2SQLProgram(dspy.Module):
     ):
         """``cold_budget``: on the embedded model, a schema over this many tokens whose prompt prefix no cache holds
         yet (a database no process has read) shows the linked tables of each question, as a schema over
-        ``schema_budget`` does, until :meth:`warm` has read it whole (None: the whole schema within
+        ``schema_budget`` does (ranked by keywords: :data:`COLD_RETRIEVAL`), until :meth:`warm` has read it whole (None: the whole schema within
         ``schema_budget`` whatever the cache holds). ``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
         True for the default store); None shows none. ``k_examples`` pairs per question, at most, within
         ``facts_budget`` tokens with the stored values (:func:`question_facts`). ``lookup_values``: show
@@ -140,7 +143,7 @@ class Text2SQLProgram(dspy.Module):
             source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
         )
         if cold and view.whole and self.is_cold(source):
-            view = schema_view(source, question, retrieval_type=self.retrieval_type, top_k=self.top_k,
+            view = schema_view(source, question, retrieval_type=COLD_RETRIEVAL, top_k=self.top_k,
                                budget_tokens=self.cold_budget)
         notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
         facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
