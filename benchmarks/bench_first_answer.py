@@ -25,11 +25,11 @@ from pathlib import Path
 
 os.environ["TEXT2SQL_KV_CACHE_BYTES"] = "0"  # before the engine is built
 
+from text2sql_dspy.optimize.calibrate_command import same_rows  # noqa: E402
 from text2sql_dspy.programs.agents.registry import make_program  # noqa: E402
 from text2sql_dspy.programs.bundled import ensure_bundled_database  # noqa: E402
 from text2sql_dspy.programs.catalog.values import value_index  # noqa: E402
 from text2sql_dspy.programs.source import open_source  # noqa: E402
-from text2sql_dspy.optimize.calibrate_command import same_rows  # noqa: E402
 
 TEST = Path(__file__).resolve().parents[1] / "data" / "test.json"
 
@@ -45,9 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=2, help="how many questions, in order")
     args = parser.parse_args(argv)
     db = str(ensure_bundled_database())
-    value_index(open_source(db))  # built (or read) before anything is timed
+    source = open_source(db)
+    value_index(source)  # built (or read) before anything is timed
     tests = json.loads(TEST.read_text(encoding="utf-8"))[args.start: args.start + args.questions]
-    questions = [q["question"] for q in tests]
     budget = {k: v for k, v in (("schema_budget", args.schema_budget), ("cold_budget", args.cold_budget),
                                 ("top_k", args.top_k)) if v}
     program = make_program(args.program, db_path=db, **budget)
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         answer = program.run(test["question"], db)
         seconds.append(time.perf_counter() - start)
-        right.append(answer.sql != "" and same_rows(open_source(db).database, answer.sql, test["query"]))
+        right.append(answer.sql != "" and same_rows(source.database, answer.sql, test["query"]))
     figures["first answer s"] = seconds[0]
     if len(seconds) > 1:
         figures["second answer s"] = seconds[1]

@@ -43,6 +43,7 @@ from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
+from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
 from text2sql_dspy.programs.conversation import History, standalone_question
 from text2sql_dspy.programs.query.describe import describe_query
@@ -365,10 +366,7 @@ class ReActAgent(Text2SQLProgram):
                 record.run(sql)  # the answer's rows, for its reading
                 return self._submitted(record, Candidate(Draft(sql, record.draft_confidence), check), drafts)
             reason = reason or "the repair loop's query did not pass the validator"
-        answer = _no_answer(record, reason, drafts)
-        if self.verifier is not None and not answer.sql:  # no query is never right: the verifier's words say so
-            answer = answer.model_copy(update={"verdict": self.verifier.words(0.0), "basis": ESTIMATED})
-        return answer
+        return _no_answer(record, reason, drafts, self.verifier)
 
     def _repair_agent(self) -> dspy.ReAct:
         return repair_agent(self.judge is not None, self.limits.max_iterations)
@@ -422,9 +420,10 @@ def _metrics(record: Record) -> Metrics:
                    repair_steps=record.repair_steps, retrievals=record.retrievals, judge_errors=record.judge_errors)
 
 
-def _no_answer(record: Record, reason: str | None, drafts: int) -> Answer:
+def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifier | None = None) -> Answer:
     """No query submitted: the best validated one so far (with a judge: the best judged), with low confidence;
-    with none, no query at all, and the last one's findings as the reason."""
+    with none, no query at all, and the last one's findings as the reason (with a ``verifier``: worded as never
+    right)."""
     reason = reason or "the agent did not submit an answer"
     valid = [sql for sql, check in record.checks.items() if check.valid]
     metrics = _metrics(record)
@@ -436,7 +435,8 @@ def _no_answer(record: Record, reason: str | None, drafts: int) -> Answer:
                   + (f" ({findings})" if findings else "") + f"; {reason}")
         return Answer(question=record.question, status=Status.REFUSED if refused else Status.FAILED, reason=reason,
                       drafts=drafts, tables=record.tables, readings=record.readings("", []), steps=record.steps,
-                      metrics=metrics)
+                      metrics=metrics, verdict=verifier.words(0.0) if verifier is not None else "",
+                      basis=ESTIMATED if verifier is not None else "")
     judged = [(sql, v) for sql, v in record.verdicts if sql in valid]
     sql, verdict = max(judged, key=lambda pair: pair[1].correctness_score) if judged else (valid[-1], None)
     judge_score = None if verdict is None else verdict.correctness_score
