@@ -17,7 +17,11 @@ from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FULL, Model, Verifier, features, load_verifier
 from text2sql_dspy.programs.answer import Preview, Reading
 from text2sql_dspy.programs.query.findings import Finding, Kind
-from tests.fakes import GOOD_SQL, logprob_lm, scripted_draft, scripted_verdict
+from dspy.utils import DummyLM
+
+from tests.fakes import (
+    BAD_SQL, GOOD_SQL, RecordedLM, draft, logprob_lm, scripted_draft, scripted_verdict, step, verdict,
+)
 
 ALL_USERS = "SELECT count(*) FROM users"
 
@@ -206,3 +210,25 @@ def test_a_reading_less_its_unasked_filter_is_offered_and_can_win(tiny_db: Path,
         "How many users are active?")
     assert answer.sql == "SELECT COUNT(*) FROM users WHERE status = 'active'"  # as sqlglot writes it
     assert [s.kind for s in answer.steps].count("loosen") == 1 and answer.metrics.redrafts == 0
+
+
+REPAIRED = [  # no draft validates; the repair loop validates GOOD_SQL, finishes, and its last word is ``last``
+    step("validate_sql", query=GOOD_SQL), step("finish")]
+
+
+@pytest.mark.parametrize(("last", "full", "words", "confidence"), [
+    ({"reasoning": "status holds it", "sql": GOOD_SQL}, 0.95, "likely right", 0.95),  # submitted: as any answer
+    ({"reasoning": "status holds it", "sql": GOOD_SQL}, 0.1, "likely wrong", 0.1),
+    ("[[ ## sq", 0.95, "check this", 0.3),  # unreadable last word: best effort, capped, never "likely right"
+    ("[[ ## sq", 0.1, "likely wrong", 0.1),
+])
+def test_the_repair_loops_answer_is_worded_by_the_verifier(
+    tiny_db: Path, tiny_schemas: Path, last: object, full: float, words: str, confidence: float
+) -> None:
+    lm = RecordedLM([draft(BAD_SQL)] * 3 + REPAIRED + [last])
+    answer = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm,
+                          verifier=verifier(early=0.2, full=full), max_repair_steps=10,
+                          judge_lm=DummyLM([verdict(True)] * 4)).run("How many users are suspended?")
+    assert answer.sql == GOOD_SQL and answer.metrics.repair_steps == 2
+    assert answer.verdict == words and answer.confidence == pytest.approx(confidence)
+    assert answer.confidence_line.startswith(words)

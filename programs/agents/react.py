@@ -60,6 +60,7 @@ SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
 UNSURE_REASON = "two readings give different results and the checks support both about as much"
 REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are worth one redraft
+BEST_EFFORT_CAP = 0.3  # the confidence of a query the agent validated but did not submit
 
 
 class ReActAgent(Text2SQLProgram):
@@ -364,7 +365,10 @@ class ReActAgent(Text2SQLProgram):
             check = (record.check(sql) or record.source.validator.validate(sql, question=record.question)) if sql else None
             if check is not None and check.valid:
                 record.run(sql)  # the answer's rows, for its reading
-                return self._submitted(record, Candidate(Draft(sql, record.draft_confidence), check), drafts)
+                repaired = Candidate(Draft(sql, record.draft_confidence), check)
+                if self.verifier is not None:  # worded by the verifier as any submitted answer is
+                    repaired.p = self._probability(record, repaired, drafts, 1)
+                return self._submitted(record, repaired, drafts)
             reason = reason or "the repair loop's query did not pass the validator"
         return _no_answer(record, reason, drafts, self.verifier)
 
@@ -421,7 +425,8 @@ def _metrics(record: Record) -> Metrics:
 
 
 def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifier | None = None) -> Answer:
-    """No query submitted: the best validated one so far (with a judge: the best judged), with low confidence;
+    """No query submitted: the best validated one so far (with a judge: the best judged), with confidence at most
+    :data:`BEST_EFFORT_CAP` (with a ``verifier``: its probability so capped, worded as an answer with a warning);
     with none, no query at all, and the last one's findings as the reason (with a ``verifier``: worded as never
     right)."""
     reason = reason or "the agent did not submit an answer"
@@ -440,10 +445,17 @@ def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifi
     judged = [(sql, v) for sql, v in record.verdicts if sql in valid]
     sql, verdict = max(judged, key=lambda pair: pair[1].correctness_score) if judged else (valid[-1], None)
     judge_score = None if verdict is None else verdict.correctness_score
+    confidence = min(BEST_EFFORT_CAP, combined_confidence(record.draft_confidence, True, judge_score))
+    words = ""
+    if verifier is not None:
+        record.run(sql)
+        probability = verifier.probability(record.reading(sql), record.question, drafts=drafts, groups=len(valid),
+                                           previous=record.previous)
+        confidence = min(BEST_EFFORT_CAP, probability)
+        words = verifier.words(confidence, noted=True)  # never "likely right": nothing was submitted
     return Answer(
         question=record.question, sql=sql, explanation="Best effort: the agent did not submit an answer.",
-        status=Status.ANSWERED, reason=reason,
-        confidence=min(0.3, combined_confidence(record.draft_confidence, True, judge_score)),
-        judge_score=judge_score, drafts=drafts, tables=record.tables, readings=record.readings(sql, []),
+        status=Status.ANSWERED, reason=reason, confidence=confidence, judge_score=judge_score, verdict=words,
+        basis=ESTIMATED if words else "", drafts=drafts, tables=record.tables, readings=record.readings(sql, []),
         steps=record.steps, metrics=metrics,
     )
