@@ -145,15 +145,32 @@ def kept(rows: list, right: list[bool], dbs: list[str], names: tuple[str, ...], 
     return names, scores
 
 
+KINDS = {"single questions": lambda t: t is None, "first turns": lambda t: t == 0,
+         "later turns": lambda t: t is not None and t > 0}
+
+
 def by_turn(scores: np.ndarray, right: list[bool], turns: list[int | None]) -> None:
     """The out-of-fold AUC of single questions, first turns and later turns, where there are some of each."""
-    parts = {"single questions": lambda t: t is None, "first turns": lambda t: t == 0,
-             "later turns": lambda t: t is not None and t > 0}
-    for label, keep in parts.items():
+    for label, keep in KINDS.items():
         chosen = [i for i, t in enumerate(turns) if keep(t)]
         value = auc([float(scores[i]) for i in chosen], [right[i] for i in chosen]) if chosen else None
         if value is not None:
             print(f"  {label}: {len(chosen)} rows, AUC {value:.3f}")
+
+
+def cut_offs(answers: dict[int, tuple[float, bool]], turns: list[int | None], label: str
+             ) -> tuple[float, float | None]:
+    """The cut-offs for "likely right" (:func:`~text2sql_dspy.programs.calibration.sure_threshold`, out of fold):
+    a stand-alone question's (a single question or a conversation's first turn), and a follow-up's on the later turns
+    alone (1.01, never sure, where none reaches it; None where there are no follow-ups): a conversation's later
+    turns are right less often at the same probability, and the promise must hold for them too."""
+    found: list[float | None] = []
+    for kind, keep in (("stand-alone", lambda t: not t), ("follow-up", lambda t: bool(t))):
+        part = [answers[i] for i in sorted(answers) if keep(turns[i])]
+        cut = sure_threshold([p for p, _ in part], [y for _, y in part]) if part else None
+        print(f"  {label}, {kind}: {len(part)} answers, cut-off {'none' if cut is None else f'{cut:.3f}'}")
+        found.append(None if not part else 1.01 if cut is None else cut)
+    return 1.01 if found[0] is None else found[0], found[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,18 +210,21 @@ def main(argv: list[str] | None = None) -> int:
     final = sorted(answers.values())
     print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
           f"{shown(auc([p for p, _ in final], [y for _, y in final]))}")
-    sure = sure_threshold([p for p, _ in final], [y for _, y in final]) or 1.01
+    sure, follow_up_sure = cut_offs(answers, [q["turn"] for q in questions], "sure")
     doubtful = 0.3
     for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
         below = [y for q, y in final if q < p]
         if len(below) >= 10 and sum(below) / len(below) <= 0.3:
             doubtful = p
-    early_sure = sure_threshold([float(p) for p in early_oof], e_right) or 1.01
+    early_turns = [q["turn"] for q in questions if q["early"] is not None]
+    early_sure, follow_up_early_sure = cut_offs(
+        {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))}, early_turns, "early sure")
     sure_kept = [y for p, y in final if p >= sure]
     print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); early sure at {early_sure:.3f}; "
           f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")
     verifier = Verifier(fit_model(e_rows, e_right, early_names), fit_model(f_rows, f_right, names), sure, doubtful,
-                        judge_helps, fitted_on=provenance(args.files, questions), early_sure=early_sure)
+                        judge_helps, fitted_on=provenance(args.files, questions), early_sure=early_sure,
+                        follow_up_sure=follow_up_sure, follow_up_early_sure=follow_up_early_sure)
     args.out.write_text(json.dumps(verifier.to_json(), indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from text2sql_dspy.optimize.report import paired_comparison, roc_auc
+from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.calibration import expected_calibration_error
 from text2sql_dspy.programs.query.findings import Kind
 from text2sql_dspy.programs.verdict import Verdict, verdict_of
@@ -44,16 +45,23 @@ def sql_of(r: dict) -> str:
     return r.get("sql") if "sql" in r else r.get("query") or ""
 
 
+def was_early(r: dict) -> bool:
+    """Whether the run answered with its first draft alone, by the verifier's early model."""
+    return r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r.get("steps") or [])
+
+
 def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
     """The answer's verdict; with ``verifier`` (its JSON), read again from its confidence by today's rule
     (:func:`~text2sql_dspy.programs.verdict.verdict_of`): an answer of one draft that the early model was sure of
     by that model's threshold, any other by the full model's, and none with a noted finding (a warning on the chosen
     query). A record with neither: a confidence at or above ``sure``."""
     if verifier is not None and "steps" in r:
-        early = r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r["steps"])
+        early = was_early(r)
         chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
         noted = any(isinstance(f, dict) and not Kind(f["kind"]).is_error for f in chosen.get("findings", []))
-        words = verdict_of(float(r.get("confidence") or 0), sure=verifier["early_sure" if early else "sure"],
+        follow_up = (r.get("turn") or 0) > 0
+        sure = Verifier.from_json(verifier).sure_at(early=early, follow_up=follow_up)
+        words = verdict_of(float(r.get("confidence") or 0), sure=sure,
                            doubtful=verifier["doubtful"], noted=noted, valid=chosen.get("valid", True))
         return bool(r.get("sql")) and words is Verdict.LIKELY_RIGHT
     return r.get("verdict") == Verdict.LIKELY_RIGHT.value if "verdict" in r else float(r.get("confidence") or 0) >= sure

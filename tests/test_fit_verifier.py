@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
 from tests.scripts import script
@@ -87,3 +89,19 @@ def test_a_turn_is_fitted_with_the_query_its_conversation_answered_before_it(tin
     # turn 1 of conversation 0 follows the answer of turn 0 (WRONG, its greedy draft): the right reading adds a filter
     right = next(row for row, _ in rows[1]["full"] if row["follow-up: added"])
     assert right["follow-up: kept"] == 1.0 and right["follow-up: unchanged"] == 0.0
+
+
+STAND_ALONE = [(0.9 + i / 1000, True) for i in range(12)] + [(0.5, False)] * 4
+FOLLOW_UPS_RIGHT = [(0.8 + i / 1000, True) for i in range(12)] + [(0.4, False)] * 4
+FOLLOW_UPS_MIXED = [(0.9 + i / 1000, i % 2 == 0) for i in range(16)]  # right half the time at every probability
+
+
+@pytest.mark.parametrize(("follow_ups", "expected"), [
+    ([], (0.9, None)),  # no conversations: a follow-up is cut as a stand-alone question
+    (FOLLOW_UPS_RIGHT, (0.9, 0.8)),  # follow-ups get their own cut-off
+    (FOLLOW_UPS_MIXED, (0.9, 1.01)),  # none reaches 90% right: a follow-up is never "likely right"
+])
+def test_the_cut_offs_hold_for_stand_alone_questions_and_follow_ups_apart(follow_ups: list, expected: tuple) -> None:
+    pairs = STAND_ALONE + follow_ups
+    turns = [None] * len(STAND_ALONE) + [1] * len(follow_ups)
+    assert fit.cut_offs(dict(enumerate(pairs)), turns, "sure") == pytest.approx(expected)

@@ -232,3 +232,40 @@ def test_the_repair_loops_answer_is_worded_by_the_verifier(
     assert answer.sql == GOOD_SQL and answer.metrics.repair_steps == 2
     assert answer.verdict == words and answer.confidence == pytest.approx(confidence)
     assert answer.confidence_line.startswith(words)
+
+
+FOLLOWING = replace(verifier(early=0.7, full=0.4), follow_up_sure=0.95, follow_up_early_sure=1.01)
+
+
+@pytest.mark.parametrize(("found", "p", "early", "follow_up", "words"), [  # sure 0.8, early 0.9 for a stand-alone
+    (FOLLOWING, 0.85, False, False, "likely right"),
+    (FOLLOWING, 0.85, False, True, "check this"),  # a follow-up's own cut-off, 0.95
+    (FOLLOWING, 0.96, False, True, "likely right"),
+    (FOLLOWING, 0.99, True, True, "check this"),  # no early cut-off for follow-ups: never sure on one draft
+    (FOLLOWING, 0.95, True, False, "likely right"),
+    (verifier(early=0.7, full=0.4), 0.85, False, True, "likely right"),  # none of its own: as a stand-alone's
+    (FOLLOWING, 0.1, False, True, "likely wrong"),
+])
+def test_a_follow_up_is_worded_by_its_own_cut_off(found: Verifier, p: float, early: bool, follow_up: bool,
+                                                   words: str) -> None:
+    assert found.words(p, early=early, follow_up=follow_up) == words
+
+
+def test_a_verifiers_follow_up_cut_offs_survive_its_json_and_an_older_file_has_none() -> None:
+    written = Verifier.from_json(json.loads(json.dumps(FOLLOWING.to_json())))
+    assert Verifier.from_json(written.to_json()) == written
+    assert (written.follow_up_sure, written.follow_up_early_sure) == (0.95, 1.01)
+    older = {k: v for k, v in FOLLOWING.to_json().items() if not k.startswith("follow_up")}
+    assert Verifier.from_json(older).sure_at(early=True, follow_up=True) == 0.9  # the stand-alone early cut-off
+
+
+def test_a_follow_ups_first_draft_is_not_enough_where_its_early_cut_off_is_never_sure(tiny_db: Path,
+                                                                                      tiny_schemas: Path) -> None:
+    from text2sql_dspy.programs.conversation import History, Turn
+
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)] * 3)
+    found = replace(verifier(early=0.95, full=0.97), follow_up_sure=0.99, follow_up_early_sure=1.01)
+    history = History.of([Turn(question="How many users are there?", sql=ALL_USERS)])
+    answer = program(tiny_db, tiny_schemas, lm, found).run("Of them, how many are suspended?", history=history)
+    assert answer.drafts > 1  # a stand-alone question would have stopped at one draft (early 0.95 >= 0.9)
+    assert answer.confidence == pytest.approx(0.97) and answer.verdict == "check this"  # below the follow-up's 0.99

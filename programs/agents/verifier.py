@@ -139,7 +139,8 @@ class Model:
 @dataclass(frozen=True)
 class Verifier:
     """The two models, the probability at and above which answers were right 90% of the time out of fold (``sure``;
-    ``early_sure`` for the early model),
+    ``early_sure`` for the early model; ``follow_up_sure`` and ``follow_up_early_sure`` for a follow-up's answers,
+    their own where the fit found them, None: as a stand-alone question's),
     the one below which they were wrong most of the time (``doubtful``), whether the judge's verdict adds to the full
     model (``judge_helps``), and what they were fitted on (``fitted_on``: the training sets, how many questions,
     turns and databases, and a digest of the collected answers)."""
@@ -151,6 +152,17 @@ class Verifier:
     judge_helps: bool
     fitted_on: Mapping[str, Any]
     early_sure: float = 1.01  # the early model's "sure": one draft is enough
+    follow_up_sure: float | None = None
+    follow_up_early_sure: float | None = None
+
+    def sure_at(self, *, early: bool = False, follow_up: bool = False) -> float:
+        """The cut-off for "sure" of the model that gives the probability (``early``), for a follow-up's answer or a
+        stand-alone question's."""
+        if follow_up:
+            found = self.follow_up_early_sure if early else self.follow_up_sure
+            if found is not None:
+                return found
+        return self.early_sure if early else self.sure
 
     def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
                     early: bool = False, previous: str = "") -> float:
@@ -162,24 +174,30 @@ class Verifier:
                          previous=previous if follows else "")
         return model.probability(found)
 
-    def words(self, probability: float, *, early: bool = False, noted: bool = False) -> str:
-        """The verdict in words (:func:`~..verdict.verdict_of`) by the cut-offs of the model that gave ``probability``:
-        the early one's ``early_sure`` given ``early``, else ``sure``; ``noted``: the answer carries a warning."""
-        sure = self.early_sure if early else self.sure
-        return verdict_of(probability, sure=sure, doubtful=self.doubtful, noted=noted).value
+    def words(self, probability: float, *, early: bool = False, noted: bool = False, follow_up: bool = False) -> str:
+        """The verdict in words (:func:`~..verdict.verdict_of`) by the cut-offs of the model that gave ``probability``
+        (:meth:`sure_at`: the early one's given ``early``; a follow-up's given ``follow_up``); ``noted``: the answer
+        carries a warning."""
+        return verdict_of(probability, sure=self.sure_at(early=early, follow_up=follow_up), doubtful=self.doubtful,
+                          noted=noted).value
 
     def to_json(self) -> dict[str, Any]:
         sure, early_sure, doubtful = _rounded([self.sure, self.early_sure, self.doubtful])
-        return {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": sure,
-                "early_sure": early_sure, "doubtful": doubtful, "judge_helps": self.judge_helps,
-                "fitted_on": dict(self.fitted_on)}
+        found = {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": sure,
+                 "early_sure": early_sure, "doubtful": doubtful, "judge_helps": self.judge_helps,
+                 "fitted_on": dict(self.fitted_on)}
+        for key in ("follow_up_sure", "follow_up_early_sure"):
+            if getattr(self, key) is not None:
+                found[key] = _rounded([getattr(self, key)])[0]
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verifier:
         early, full = (Model.from_json(data[m]).never_raising(MEANS_WRONG) for m in ("early", "full"))
+        optional = {k: float(data[k]) for k in ("follow_up_sure", "follow_up_early_sure") if k in data}
         return cls(early, full, float(data["sure"]),
                    float(data["doubtful"]), bool(data["judge_helps"]), _provenance(data["fitted_on"]),
-                   float(data.get("early_sure", 1.01)))
+                   float(data.get("early_sure", 1.01)), **optional)
 
 
 def _provenance(fitted_on: Any) -> dict[str, Any]:
