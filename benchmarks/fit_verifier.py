@@ -64,7 +64,8 @@ def previous_queries(records: list[dict]) -> dict[tuple, str]:
 
 
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
-    """Per question: its database, the early row (the greedy draft) and the full rows (each judged result group)."""
+    """Per question: its database, the early row (the greedy draft), the full rows (each judged result group) and
+    their texts (question, query, the query before it)."""
     for file in files:
         records = [json.loads(line) for line in lines(file)]
         answered = previous_queries(records)
@@ -84,7 +85,8 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
                          right[first.sql])
             full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups), previous=previous),
                      right[r.sql]) for r in groups]
-            yield {"db": record["db_id"], "early": early, "full": full, "turn": turn}
+            yield {"db": record["db_id"], "early": early, "full": full, "turn": turn,
+                   "texts": [(answer.question, r.sql, previous) for r in groups]}
 
 
 def auc(scores: list[float], right: list[bool]) -> float | None:

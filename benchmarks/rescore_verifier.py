@@ -55,8 +55,10 @@ def line(label: str, rows: list[tuple[float, bool, bool]]) -> str:
             f"{len(marked)} ({share} right)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options of this script and of ``replay_choice.py``: runs, verifier files, where the databases are, which
+    answers."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--verifier", action="append", type=Path, required=True)
     parser.add_argument("--data-root", action="append", type=Path, default=[])
@@ -64,14 +66,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--databases", help="only the answers over these databases (comma-separated)")
     parser.add_argument("--relaxed", action="store_true",
                         help="count an answer right that returns the gold rows with other columns (SParC's SELECT *)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def verifiers_of(args: argparse.Namespace) -> dict[str, Verifier]:
+    return {str(path): Verifier.from_json(json.loads(path.read_text())) for path in args.verifier}
+
+
+def answers_of(run: Path, args: argparse.Namespace) -> list[tuple[dict, str, Path]]:
+    """The run's records of ``--program`` over ``--databases``, each with the query of the turn before it and its
+    database; ``correct`` counts other columns as right with ``--relaxed``."""
     only = set(args.databases.split(",")) if args.databases else None
-    verifiers = {str(path): Verifier.from_json(json.loads(path.read_text())) for path in args.verifier}
+    rows = [r for r in records(run, args.program) if only is None or r["db_id"] in only]
+    answered = {(r["db_id"], r.get("interaction"), r.get("turn")): r.get("sql") or "" for r in rows}
+    out = []
+    for r in rows:
+        r["correct"] = bool(r["correct"] or (args.relaxed and r.get("correct_relaxed")))
+        turn = r.get("turn")
+        previous = answered.get((r["db_id"], r.get("interaction"), turn - 1), "") if turn else ""
+        out.append((r, previous, database_of(r["db_id"], args.data_root)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(__doc__.split("\n\n")[0]).parse_args(argv)
+    verifiers = verifiers_of(args)
     for run in args.runs:
-        rows = [r for r in records(run, args.program) if only is None or r["db_id"] in only]
-        for r in rows:
-            r["correct"] = bool(r["correct"] or (args.relaxed and r.get("correct_relaxed")))
-        answered = {(r["db_id"], r.get("interaction"), r.get("turn")): r.get("sql") or "" for r in rows}
+        answers = answers_of(run, args)
+        rows = [r for r, _, _ in answers]
         print(f"{run}: {len(rows)} answers of {args.program}")
         recorded = [(float(r.get("confidence") or 0), bool(r["correct"]), r.get("verdict") == "likely right")
                     for r in rows]
@@ -84,10 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(line(label, chosen))
         for name, verifier in verifiers.items():
             out = []
-            for r in rows:
-                turn = r.get("turn")
-                previous = answered.get((r["db_id"], r.get("interaction"), turn - 1), "") if turn else ""
-                p, sure = scored(r, verifier, previous, database_of(r["db_id"], args.data_root))
+            for r, previous, db in answers:
+                p, sure = scored(r, verifier, previous, db)
                 out.append((p, bool(r["correct"]), sure))
             print(f" {name}")
             for label, keep in parts.items():
