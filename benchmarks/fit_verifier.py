@@ -2,7 +2,7 @@
 """Fit the verifier (``programs/agents/verifier.py``) on collected training answers and write ``verifier.json``.
 
     python benchmarks/fit_verifier.py COLLECTED.jsonl [MORE.jsonl ...] --data-root DIR [--data-root DIR ...] \
-        --out programs/agents/verifier.json
+        [--cut-offs-on COLLECTED.jsonl ...] --out programs/agents/verifier.json
 
 Each input is what ``benchmarks/collect_candidates.py`` wrote for a training split (never a dev or test set). Every
 reading is checked again by today's validator with its question, so the lints are today's. Cross-validation holds
@@ -66,10 +66,15 @@ def previous_queries(records: list[dict]) -> dict[tuple, str]:
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
     """Per question: its database, the early row (the greedy draft), the full rows (each judged result group) and
     their texts (question, query, the query before it)."""
+    seen: set[tuple] = set()  # a question collected into two files (a shuffled pick among the first) counts once
     for file in files:
         records = [json.loads(line) for line in lines(file)]
         answered = previous_queries(records)
         for record in records:
+            key = (record["db_id"], record["index"], record.get("question"), record.get("turn"))
+            if key in seen:
+                continue
+            seen.add(key)
             turn = record.get("turn")
             previous = answered.get((record["db_id"], record.get("interaction"), turn - 1), "") if turn else ""
             answer = Answer.model_validate(record["answer"])
@@ -85,7 +90,7 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
                          right[first.sql])
             full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups), previous=previous),
                      right[r.sql]) for r in groups]
-            yield {"db": record["db_id"], "early": early, "full": full, "turn": turn,
+            yield {"db": record["db_id"], "early": early, "full": full, "turn": turn, "file": file,
                    "texts": [(answer.question, r.sql, previous) for r in groups]}
 
 
@@ -180,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--data-root", action="append", type=Path, default=[])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cut-offs-on", action="append", type=Path, default=[],
+                        help="an input whose answers choose the cut-offs (default: all): a sample as hard as the "
+                             "questions users ask, where the others are a split's easy first questions")
     args = parser.parse_args(argv)
+    judged_on = {f.resolve() for f in args.cut_offs_on or args.files}
     questions = list(examples(args.files, args.data_root))
     early = [(q["early"], q["db"]) for q in questions if q["early"] is not None]
     full = [(row, q["db"]) for q in questions for row in q["full"]]
@@ -212,15 +221,20 @@ def main(argv: list[str] | None = None) -> int:
     final = sorted(answers.values())
     print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
           f"{shown(auc([p for p, _ in final], [y for _, y in final]))}")
+    answers = {i: a for i, a in answers.items() if questions[i]["file"].resolve() in judged_on}
+    final = sorted(answers.values())
+    print(f"cut-offs chosen on {len(final)} answers ({sum(y for _, y in final)} right) of "
+          f"{', '.join(sorted(f.name for f in judged_on))}")
     sure, follow_up_sure = cut_offs(answers, [q["turn"] for q in questions], "sure")
     doubtful = 0.3
     for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
         below = [y for q, y in final if q < p]
         if len(below) >= 10 and sum(below) / len(below) <= 0.3:
             doubtful = p
-    early_turns = [q["turn"] for q in questions if q["early"] is not None]
+    early_of = [q for q in questions if q["early"] is not None]
     early_sure, follow_up_early_sure = cut_offs(
-        {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))}, early_turns, "early sure")
+        {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))
+         if early_of[i]["file"].resolve() in judged_on}, [q["turn"] for q in early_of], "early sure")
     sure_kept = [y for p, y in final if p >= sure]
     print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); early sure at {early_sure:.3f}; "
           f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")

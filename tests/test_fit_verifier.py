@@ -105,3 +105,18 @@ def test_the_cut_offs_hold_for_stand_alone_questions_and_follow_ups_apart(follow
     pairs = STAND_ALONE + follow_ups
     turns = [None] * len(STAND_ALONE) + [1] * len(follow_ups)
     assert fit.cut_offs(dict(enumerate(pairs)), turns, "sure") == pytest.approx(expected)
+
+
+def test_a_question_collected_into_two_files_counts_once(tiny_db: Path, tmp_path: Path) -> None:
+    databases = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    for db_id in databases:
+        (tmp_path / "database" / db_id).mkdir(parents=True)
+        shutil.copy(tiny_db, tmp_path / "database" / db_id / f"{db_id}.sqlite")
+    lines = [record(i, databases[i % 6]) for i in range(36)]
+    first = collected(tmp_path / "spider-train.jsonl.gz", lines)
+    shuffled = collected(tmp_path / "spider-train-shuffled.jsonl.gz", lines[:6] + [record(36 + i, databases[i % 6])
+                                                                                    for i in range(6)])
+    out = tmp_path / "v.json"
+    assert fit.main([str(first), str(shuffled), "--data-root", str(tmp_path), "--cut-offs-on", str(shuffled),
+                     "--out", str(out)]) == 0
+    assert Verifier.from_json(json.loads(out.read_text())).fitted_on["questions"] == 42  # 36 + 6 new, not 48

@@ -259,13 +259,15 @@ def test_a_verifiers_follow_up_cut_offs_survive_its_json_and_an_older_file_has_n
     assert Verifier.from_json(older).sure_at(early=True, follow_up=True) == 0.9  # the stand-alone early cut-off
 
 
-def test_a_follow_ups_first_draft_is_not_enough_where_its_early_cut_off_is_never_sure(tiny_db: Path,
-                                                                                      tiny_schemas: Path) -> None:
+def test_a_follow_up_answered_on_its_first_draft_is_worded_by_the_follow_up_cut_off(tiny_db: Path,
+                                                                                     tiny_schemas: Path) -> None:
     from text2sql_dspy.programs.conversation import History, Turn
 
-    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)] * 3)
-    found = replace(verifier(early=0.95, full=0.97), follow_up_sure=0.99, follow_up_early_sure=1.01)
+    found = replace(verifier(early=0.95), follow_up_sure=0.99, follow_up_early_sure=1.01)
     history = History.of([Turn(question="How many users are there?", sql=ALL_USERS)])
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)])
     answer = program(tiny_db, tiny_schemas, lm, found).run("Of them, how many are suspended?", history=history)
-    assert answer.drafts > 1  # a stand-alone question would have stopped at one draft (early 0.95 >= 0.9)
-    assert answer.confidence == pytest.approx(0.97) and answer.verdict == "check this"  # below the follow-up's 0.99
+    assert answer.drafts == 1 and answer.confidence == pytest.approx(0.95)  # sampling decided as for any question
+    assert answer.verdict == "check this"  # but no early cut-off for follow-ups: never "likely right" on one draft
+    alone = program(tiny_db, tiny_schemas, logprob_lm([scripted_draft(GOOD_SQL, 0.9)]), found)
+    assert alone.run("How many users are suspended?").verdict == "likely right"  # a stand-alone question's 0.9

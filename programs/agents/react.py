@@ -220,8 +220,7 @@ class ReActAgent(Text2SQLProgram):
         first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True,
                                             previous=record.previous)
         record.step("verify", first.sql, f"P(right) {first.p:.2f} from the first draft alone")
-        sure = self.verifier.sure_at(early=True, follow_up=bool(record.previous))
-        return first.p < sure or first.blocked or returns_nothing(record.facts(first.sql))
+        return first.p < self.verifier.early_sure or first.blocked or returns_nothing(record.facts(first.sql))
 
     def _verified_choice(self, record: Record, view: SchemaView, groups: list[Candidate], drafts: int,
                          pool: dict[str, Candidate]) -> tuple[Candidate, list[str]]:
@@ -230,9 +229,7 @@ class ReActAgent(Text2SQLProgram):
         of two too close to call; the preferred query less a filter the question does not ask for, where that returns
         rows; and one redraft from the facts where the result is empty, only NULLs or blocked (whatever its
         probability), or doubtful and showing what is wrong."""
-        follow_up = bool(record.previous)
-        sure_alone = (len(groups) == 1 and groups[0].p is not None
-                      and groups[0].p >= self.verifier.sure_at(early=True, follow_up=follow_up))
+        sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.verifier.early_sure
         if not sure_alone:
             if record.judge is not None and self._judging():
                 for group in groups[: max(1, self.limits.max_judge_calls - 1)]:
@@ -243,8 +240,7 @@ class ReActAgent(Text2SQLProgram):
         ranked = sorted(groups, key=key)
         best, alternatives = ranked[0], []
         record.votes.update({g.sql: g.votes for g in groups})
-        if (len(ranked) >= 2 and best.p < self.verifier.sure_at(follow_up=follow_up)
-                and best.p - ranked[1].p < UNSURE_MARGIN
+        if (len(ranked) >= 2 and best.p < self.verifier.sure and best.p - ranked[1].p < UNSURE_MARGIN
                 and key(best)[:2] == key(ranked[1])[:2]):
             alternatives = [best.sql, ranked[1].sql]
         if best.found(Kind.UNASKED_FILTER):
