@@ -24,7 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model
+from text2sql_dspy.programs.agents.verifier import (
+    ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model, kind_of,
+)
 from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.calibration import sure_threshold
 from text2sql_dspy.programs.source import open_source
@@ -232,15 +234,20 @@ def main(argv: list[str] | None = None) -> int:
         if len(below) >= 10 and sum(below) / len(below) <= 0.3:
             doubtful = p
     early_of = [q for q in questions if q["early"] is not None]
-    early_sure, follow_up_early_sure = cut_offs(
-        {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))
-         if early_of[i]["file"].resolve() in judged_on}, [q["turn"] for q in early_of], "early sure")
+    early_answers = {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))}
+    early_sure = sure_threshold([p for p, _ in early_answers.values()], e_right) or 1.01  # on every input
+    print(f"  one draft is enough at {early_sure:.3f} (on all {len(early_answers)} first drafts)")
+    early_alone, early_follow_up = cut_offs(
+        {i: a for i, a in early_answers.items() if early_of[i]["file"].resolve() in judged_on},
+        [q["turn"] for q in early_of], "early sure")
+    found = {kind_of(early=False, follow_up=True): follow_up_sure, kind_of(early=True, follow_up=False): early_alone,
+             kind_of(early=True, follow_up=True): early_follow_up}
     sure_kept = [y for p, y in final if p >= sure]
-    print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); early sure at {early_sure:.3f}; "
+    print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); "
           f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")
     verifier = Verifier(fit_model(e_rows, e_right, early_names), fit_model(f_rows, f_right, names), sure, doubtful,
                         judge_helps, fitted_on=provenance(args.files, questions), early_sure=early_sure,
-                        follow_up_sure=follow_up_sure, follow_up_early_sure=follow_up_early_sure)
+                        cut_offs={k: v for k, v in found.items() if v is not None})
     args.out.write_text(json.dumps(verifier.to_json(), indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

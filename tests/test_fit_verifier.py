@@ -119,4 +119,6 @@ def test_a_question_collected_into_two_files_counts_once(tiny_db: Path, tmp_path
     out = tmp_path / "v.json"
     assert fit.main([str(first), str(shuffled), "--data-root", str(tmp_path), "--cut-offs-on", str(shuffled),
                      "--out", str(out)]) == 0
-    assert Verifier.from_json(json.loads(out.read_text())).fitted_on["questions"] == 42  # 36 + 6 new, not 48
+    found = Verifier.from_json(json.loads(out.read_text()))
+    assert found.fitted_on["questions"] == 42  # 36 + 6 new, not 48
+    assert set(found.cut_offs) == {"stand-alone early"}  # no follow-ups: their answers are cut as stand-alone ones

@@ -234,7 +234,7 @@ def test_the_repair_loops_answer_is_worded_by_the_verifier(
     assert answer.confidence_line.startswith(words)
 
 
-FOLLOWING = replace(verifier(early=0.7, full=0.4), follow_up_sure=0.95, follow_up_early_sure=1.01)
+FOLLOWING = replace(verifier(early=0.7, full=0.4), cut_offs={"follow-up": 0.95, "follow-up early": 1.01})
 
 
 @pytest.mark.parametrize(("found", "p", "early", "follow_up", "words"), [  # sure 0.8, early 0.9 for a stand-alone
@@ -243,6 +243,8 @@ FOLLOWING = replace(verifier(early=0.7, full=0.4), follow_up_sure=0.95, follow_u
     (FOLLOWING, 0.96, False, True, "likely right"),
     (FOLLOWING, 0.99, True, True, "check this"),  # no early cut-off for follow-ups: never sure on one draft
     (FOLLOWING, 0.95, True, False, "likely right"),
+    (replace(FOLLOWING, cut_offs={"stand-alone early": 0.97}), 0.95, True, False, "check this"),  # one draft is
+    # enough at the early_sure of 0.9, but its verdict has a cut-off of its own
     (verifier(early=0.7, full=0.4), 0.85, False, True, "likely right"),  # none of its own: as a stand-alone's
     (FOLLOWING, 0.1, False, True, "likely wrong"),
 ])
@@ -254,8 +256,8 @@ def test_a_follow_up_is_worded_by_its_own_cut_off(found: Verifier, p: float, ear
 def test_a_verifiers_follow_up_cut_offs_survive_its_json_and_an_older_file_has_none() -> None:
     written = Verifier.from_json(json.loads(json.dumps(FOLLOWING.to_json())))
     assert Verifier.from_json(written.to_json()) == written
-    assert (written.follow_up_sure, written.follow_up_early_sure) == (0.95, 1.01)
-    older = {k: v for k, v in FOLLOWING.to_json().items() if not k.startswith("follow_up")}
+    assert written.cut_offs == {"follow-up": 0.95, "follow-up early": 1.01}
+    older = {k: v for k, v in FOLLOWING.to_json().items() if k != "cut_offs"}
     assert Verifier.from_json(older).sure_at(early=True, follow_up=True) == 0.9  # the stand-alone early cut-off
 
 
@@ -263,7 +265,7 @@ def test_a_follow_up_answered_on_its_first_draft_is_worded_by_the_follow_up_cut_
                                                                                      tiny_schemas: Path) -> None:
     from text2sql_dspy.programs.conversation import History, Turn
 
-    found = replace(verifier(early=0.95), follow_up_sure=0.99, follow_up_early_sure=1.01)
+    found = replace(verifier(early=0.95), cut_offs={"follow-up": 0.99, "follow-up early": 1.01})
     history = History.of([Turn(question="How many users are there?", sql=ALL_USERS)])
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)])
     answer = program(tiny_db, tiny_schemas, lm, found).run("Of them, how many are suspended?", history=history)

@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -29,7 +29,8 @@ from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.verdict import verdict_of
 
-__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "MEANS_WRONG", "Verifier", "features", "load_verifier"]
+__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "KINDS", "MEANS_WRONG", "Verifier", "features", "kind_of",
+           "load_verifier"]
 
 FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
 # Signals that mean "wrong" where they fire: a fitted weight may lower P(right) by them, never raise it.
@@ -138,12 +139,13 @@ class Model:
 
 @dataclass(frozen=True)
 class Verifier:
-    """The two models, the probability at and above which answers were right 90% of the time out of fold (``sure``;
-    ``early_sure`` for the early model; ``follow_up_sure`` and ``follow_up_early_sure`` for a follow-up's answers,
-    their own where the fit found them, None: as a stand-alone question's),
-    the one below which they were wrong most of the time (``doubtful``), whether the judge's verdict adds to the full
-    model (``judge_helps``), and what they were fitted on (``fitted_on``: the training sets, how many questions,
-    turns and databases, and a digest of the collected answers)."""
+    """The two models, the probability at and above which answers were right 90% of the time out of fold (``sure``),
+    the early model's at which one draft is enough (``early_sure``), the verdict's own cut-offs by kind of answer
+    where the fit chose them on answers as hard as users' (``cut_offs``, keyed by :func:`kind_of`; a kind without
+    one is cut at ``sure``, or ``early_sure`` for the early model), the one below which answers were wrong most of
+    the time (``doubtful``), whether the judge's verdict adds to the full model (``judge_helps``), and what they
+    were fitted on (``fitted_on``: the training sets, how many questions, turns and databases, and a digest of the
+    collected answers)."""
 
     early: Model
     full: Model
@@ -152,17 +154,12 @@ class Verifier:
     judge_helps: bool
     fitted_on: Mapping[str, Any]
     early_sure: float = 1.01  # the early model's "sure": one draft is enough
-    follow_up_sure: float | None = None
-    follow_up_early_sure: float | None = None
+    cut_offs: Mapping[str, float] = field(default_factory=dict)
 
     def sure_at(self, *, early: bool = False, follow_up: bool = False) -> float:
-        """The cut-off for "sure" of the model that gives the probability (``early``), for a follow-up's answer or a
-        stand-alone question's."""
-        if follow_up:
-            found = self.follow_up_early_sure if early else self.follow_up_sure
-            if found is not None:
-                return found
-        return self.early_sure if early else self.sure
+        """The verdict's cut-off for "likely right" of the model that gives the probability (``early``), for a
+        follow-up's answer or a stand-alone question's."""
+        return self.cut_offs.get(kind_of(early=early, follow_up=follow_up), self.early_sure if early else self.sure)
 
     def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
                     early: bool = False, previous: str = "") -> float:
@@ -186,18 +183,25 @@ class Verifier:
         found = {"format": 1, "early": self.early.to_json(), "full": self.full.to_json(), "sure": sure,
                  "early_sure": early_sure, "doubtful": doubtful, "judge_helps": self.judge_helps,
                  "fitted_on": dict(self.fitted_on)}
-        for key in ("follow_up_sure", "follow_up_early_sure"):
-            if getattr(self, key) is not None:
-                found[key] = _rounded([getattr(self, key)])[0]
+        if self.cut_offs:
+            found["cut_offs"] = {k: _rounded([v])[0] for k, v in sorted(self.cut_offs.items())}
         return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verifier:
         early, full = (Model.from_json(data[m]).never_raising(MEANS_WRONG) for m in ("early", "full"))
-        optional = {k: float(data[k]) for k in ("follow_up_sure", "follow_up_early_sure") if k in data}
         return cls(early, full, float(data["sure"]),
                    float(data["doubtful"]), bool(data["judge_helps"]), _provenance(data["fitted_on"]),
-                   float(data.get("early_sure", 1.01)), **optional)
+                   float(data.get("early_sure", 1.01)), {k: float(v) for k, v in data.get("cut_offs", {}).items()})
+
+
+KINDS = ("stand-alone", "stand-alone early", "follow-up", "follow-up early")  # the keys of Verifier.cut_offs
+
+
+def kind_of(*, early: bool, follow_up: bool) -> str:
+    """An answer's kind, as :attr:`Verifier.cut_offs` keys it: a follow-up's or a stand-alone question's, by the
+    early model or the full one."""
+    return f"{'follow-up' if follow_up else 'stand-alone'}{' early' if early else ''}"
 
 
 def _provenance(fitted_on: Any) -> dict[str, Any]:
