@@ -7,7 +7,7 @@ each verifier after the first is also compared with the first one's replay.
         --data-root DIR [--data-root DIR ...] [--program v2] [--databases A,B]
 
 Per answer, as V2 chooses (``programs/agents/react.py``): the first draft alone where the verifier's early model is
-sure of it (its cut-off for a stand-alone question or a follow-up) and it is neither blocked nor empty; else the
+sure of it (at its ``early_sure``) and it is neither blocked nor empty; else the
 reading the full model prefers (no blocking finding first, then rows returned, then the probability). Where the
 run stopped at one draft and the replayed verifier would sample, the samples were never drawn: the answer is
 counted as unknown and kept as it was. Redrafts and loosened readings are kept only where the run recorded them.
@@ -39,7 +39,7 @@ def returns_nothing(reading: Reading) -> bool:
 def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | None:
     """The query the verifier would answer with, among the recorded readings; None where it would have sampled
     and the run did not."""
-    question, follow_up = record["question"], bool(previous)
+    question = record["question"]
     readings = [rechecked(Reading.model_validate(r), question, db, previous) for r in record.get("readings") or []]
     readings = [r for r in readings if r.valid and r.preview is not None]
     if not readings:
@@ -48,7 +48,7 @@ def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | N
     first = next((r for r in readings if r.sql == greedy), None)
     if first is not None and not returns_nothing(first) and not ({f.kind for f in first.findings} & BLOCKING):
         p = verifier.probability(first, question, early=True, previous=previous)
-        if p >= verifier.sure_at(early=True, follow_up=follow_up):
+        if p >= verifier.early_sure:
             return first.sql
     if int(record.get("drafts") or 1) == 1 and len(readings) == 1:
         return None  # the run stopped at its first draft; this verifier would have drawn more
