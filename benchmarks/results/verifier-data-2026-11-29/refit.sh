@@ -6,6 +6,8 @@ set -euo pipefail
 D=benchmarks/results/verifier-data-2026-11-29
 B=../shared/benchmarks
 OUT=${OUT:-/tmp/refit.json}
+BEFORE=/tmp/verifier-before-64aeac0.json  # the file shipped until the refit replaced it at 64aeac0
+git show 080f0d2:programs/agents/verifier.json > $BEFORE
 R=benchmarks/results/verify-and-follow-2026-11-28/after  # V2 with the shipped verifier, 2026-11-28 (its NOTES)
 ROOTS="--data-root $B/spider-public --data-root $B/sparc-public --data-root $B/bird-public"
 CLEAN=tvshow,network_1,concert_singer,pets_1,cre_Doc_Template_Mgt  # SParC dev's databases the shipped fit never saw
@@ -17,14 +19,14 @@ quiet() { grep -v -e "Indexing values" -e '^\s*$' || true; }
     $D/cosql-train.jsonl.gz --data-root $B/spider-train 2>&1 | quiet > $D/refit-shipped-on-train.txt
 for args in "$R/sparc $R/spider-dev $R/bird" "$R/sparc --databases $CLEAN" "$R/sparc --relaxed"; do
   # shellcheck disable=SC2086
-  .venv/bin/python benchmarks/rescore_verifier.py $args --verifier programs/agents/verifier.json --verifier "$OUT" \
+  .venv/bin/python benchmarks/rescore_verifier.py $args --verifier $BEFORE --verifier "$OUT" \
       $ROOTS 2>&1 | quiet
 done > $D/refit-rescored.txt
 # shellcheck disable=SC2086
-.venv/bin/python benchmarks/replay_choice.py $R/sparc $R/spider-dev $R/bird --verifier programs/agents/verifier.json \
+.venv/bin/python benchmarks/replay_choice.py $R/sparc $R/spider-dev $R/bird --verifier $BEFORE \
     --verifier "$OUT" $ROOTS 2>&1 | quiet > $D/refit-replayed.txt
 # shellcheck disable=SC2086
-.venv/bin/python benchmarks/replay_choice.py $R/sparc --databases $CLEAN --verifier programs/agents/verifier.json \
+.venv/bin/python benchmarks/replay_choice.py $R/sparc --databases $CLEAN --verifier $BEFORE \
     --verifier "$OUT" $ROOTS 2>&1 | quiet >> $D/refit-replayed.txt
 .venv/bin/python benchmarks/results/verifier-pair-2026-11-29/pair_model.py $D/spider-train.jsonl.gz \
     $D/spider-train-shuffled.jsonl.gz $D/cosql-train.jsonl.gz --data-root $B/spider-train 2>&1 | quiet \
