@@ -50,8 +50,8 @@ def was_early(r: dict) -> bool:
     return r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r.get("steps") or [])
 
 
-def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
-    """The answer's verdict; with ``verifier`` (its JSON), read again from its confidence by today's rule
+def likely_right(r: dict, sure: float, verifier: Verifier | None = None) -> bool:
+    """The answer's verdict; with ``verifier``, read again from its confidence by today's rule
     (:func:`~text2sql_dspy.programs.verdict.verdict_of`): an answer of one draft that the early model was sure of
     by that model's threshold, any other by the full model's, and none with a noted finding (a warning on the chosen
     query). A record with neither: a confidence at or above ``sure``."""
@@ -60,14 +60,14 @@ def likely_right(r: dict, sure: float, verifier: dict | None = None) -> bool:
         chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
         noted = any(isinstance(f, dict) and not Kind(f["kind"]).is_error for f in chosen.get("findings", []))
         follow_up = (r.get("turn") or 0) > 0
-        sure = Verifier.from_json(verifier).sure_at(early=early, follow_up=follow_up)
+        sure = verifier.sure_at(early=early, follow_up=follow_up)
         words = verdict_of(float(r.get("confidence") or 0), sure=sure,
-                           doubtful=verifier["doubtful"], noted=noted, valid=chosen.get("valid", True))
+                           doubtful=verifier.doubtful, noted=noted, valid=chosen.get("valid", True))
         return bool(r.get("sql")) and words is Verdict.LIKELY_RIGHT
     return r.get("verdict") == Verdict.LIKELY_RIGHT.value if "verdict" in r else float(r.get("confidence") or 0) >= sure
 
 
-def figures(rows: list[dict], sure: float, verifier: dict | None = None) -> dict:
+def figures(rows: list[dict], sure: float, verifier: Verifier | None = None) -> dict:
     n = len(rows)
     pairs = [(float(r.get("confidence") or 0.0), bool(r["correct"])) for r in rows]
     marked = [r for r in rows if likely_right(r, sure, verifier)]
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verifier", type=Path, help="a verifier.json whose thresholds read each verdict again")
     args = parser.parse_args(argv)
     before, after = records(args.before, args.program), records(args.after, args.program)
-    verifier = json.loads(args.verifier.read_text()) if args.verifier else None
+    verifier = Verifier.from_json(json.loads(args.verifier.read_text())) if args.verifier else None
     a, b = figures(before, args.sure), figures(after, args.sure, verifier)
     print(f"{'figure':40s} {args.before.name:>14s} {args.after.name:>14s}")
     for key in a:
