@@ -6,6 +6,9 @@ first-turn, later-turn and interaction figures (also with other columns allowed)
 beside the verifier's, and the questions that changed.
 
     python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--sure 0.945] [--verifier verifier.json]
+        [--common]
+
+``--common`` keeps only the questions both runs answered (runs stopped at different points).
 
 Records of either record shape are read (``query`` or ``sql``; metrics at the top or under ``metrics``). "Likely
 right" is the answer's own ``verdict`` where it has one, else a confidence at or above ``--sure``.
@@ -138,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--program", default="v2")
     parser.add_argument("--sure", type=float, default=0.9, help="'likely right' for records without a verdict")
     parser.add_argument("--verifier", type=Path, help="a verifier.json whose thresholds read each verdict again")
+    parser.add_argument("--common", action="store_true", help="only the questions both runs answered")
     args = parser.parse_args(argv)
     before, after = records(args.before, args.program), records(args.after, args.program)
+    if args.common:
+        both = {r["key"] for r in before} & {r["key"] for r in after}
+        before, after = [r for r in before if r["key"] in both], [r for r in after if r["key"] in both]
     verifier = Verifier.from_json(json.loads(args.verifier.read_text())) if args.verifier else None
     a, b = figures(before, args.sure), figures(after, args.sure, verifier)
     print(f"{'figure':40s} {args.before.name:>14s} {args.after.name:>14s}")

@@ -1,0 +1,35 @@
+"""benchmarks/verdict_table.py on two runs stopped at different points: with ``--common`` both sides are read on the
+questions both answered, so accuracy and the sign test compare the same questions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import script
+
+table = script("benchmarks/verdict_table.py")
+
+
+def run(folder: Path, rights: list[bool]) -> Path:
+    """A run of V2 whose i-th answer (question ``q{i}``) is right where ``rights[i]``."""
+    folder.mkdir()
+    rows = [{"program": "v2", "index": i, "question": f"q{i}", "sql": "SELECT 1", "executes": True, "correct": right,
+             "confidence": 0.8 if right else 0.2, "metrics": {"latency_s": 1.0}} for i, right in enumerate(rights)]
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+@pytest.mark.parametrize(("common", "questions", "right"), [
+    ([], ("4", "2"), ("2", "1")),  # as written: each side on its own questions
+    (["--common"], ("2", "2"), ("1", "1")),  # both on the two both answered
+])
+def test_common_reads_both_runs_on_the_questions_both_answered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], common: list[str], questions: tuple, right: tuple) -> None:
+    before = run(tmp_path / "before", [True, False, True, False])
+    after = run(tmp_path / "after", [True, False])
+    assert table.main([str(before), str(after), *common]) == 0
+    lines = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert tuple(lines["questions"]) == questions and tuple(lines["right"]) == right
