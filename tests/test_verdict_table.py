@@ -1,5 +1,6 @@
-"""benchmarks/verdict_table.py on two runs stopped at different points: with ``--common`` both sides are read on the
-questions both answered, so accuracy and the sign test compare the same questions."""
+"""The benchmark tables read from runs' records: benchmarks/verdict_table.py on two runs stopped at different points
+(with ``--common`` both sides are read on the questions both answered, so accuracy and the sign test compare the same
+questions), and benchmarks/lint_firings.py on the chosen reading or on any reading drawn."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from tests.scripts import script
 
 table = script("benchmarks/verdict_table.py")
+firings = script("benchmarks/lint_firings.py")
 
 
 def run(folder: Path, rights: list[bool]) -> Path:
@@ -33,3 +35,24 @@ def test_common_reads_both_runs_on_the_questions_both_answered(
     assert table.main([str(before), str(after), *common]) == 0
     lines = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines() if line.strip()}
     assert tuple(lines["questions"]) == questions and tuple(lines["right"]) == right
+
+
+def answer(right: bool, *readings: tuple[bool, list[str]]) -> dict:
+    """An answer whose readings are (chosen, finding kinds)."""
+    return {"correct": right, "readings": [{"chosen": chosen, "findings": [{"kind": k} for k in kinds]}
+                                           for chosen, kinds in readings]}
+
+
+ANSWERS = [
+    answer(True, (True, ["empty result"]), (False, ["unknown column", "fan-out"])),
+    answer(False, (False, ["unknown column"]), (True, ["fan-out", "fan-out"])),
+    answer(False, (False, ["unknown table"])),  # no query chosen
+]
+
+
+@pytest.mark.parametrize(("any_reading", "expected"), [
+    (False, {"empty result": (1, 1), "fan-out": (1, 0)}),
+    (True, {"unknown column": (2, 1), "fan-out": (2, 1), "empty result": (1, 1), "unknown table": (1, 0)}),
+])
+def test_lint_firings_count_answers_by_the_chosen_reading_or_by_any(any_reading: bool, expected: dict) -> None:
+    assert firings.firings(ANSWERS, any_reading=any_reading) == expected
