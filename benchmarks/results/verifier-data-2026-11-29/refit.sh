@@ -31,5 +31,8 @@ done > $D/refit-rescored.txt
 .venv/bin/python benchmarks/results/verifier-pair-2026-11-29/pair_model.py $D/spider-train.jsonl.gz \
     $D/spider-train-shuffled.jsonl.gz $D/cosql-train.jsonl.gz --data-root $B/spider-train 2>&1 | quiet \
     > benchmarks/results/verifier-pair-2026-11-29/pair-model.txt
+.venv/bin/python benchmarks/results/verifier-pair-2026-11-29/pair_model.py $D/spider-train.jsonl.gz \
+    $D/spider-train-shuffled.jsonl.gz $D/cosql-train.jsonl.gz --data-root $B/spider-train --design embedded 2>&1 \
+    | quiet > benchmarks/results/verifier-pair-2026-11-29/pair-model-embedded.txt
 tail -n 12 $D/refit-fit.txt; cat $D/refit-shipped-on-train.txt $D/refit-rescored.txt $D/refit-replayed.txt \
-    benchmarks/results/verifier-pair-2026-11-29/pair-model.txt
+    benchmarks/results/verifier-pair-2026-11-29/pair-model.txt benchmarks/results/verifier-pair-2026-11-29/pair-model-embedded.txt

@@ -1,8 +1,11 @@
 #!/usr/bin/env python
-"""A second design for the verifier's text signal: a linear model of hashed (question word, query token) pairs,
-stacked onto the full model, against the full model alone; out of fold with whole databases held out.
+"""Designs for the verifier's text signal, each a linear model of the (question, query) pair stacked onto the full
+model, against the full model alone; out of fold with whole databases held out. ``--design hashed`` (the default):
+hashed (question word, query token) pairs. ``--design embedded``: the bundled MiniLM's embeddings of the question
+and of the query, as their elementwise product (a learned, weighted cosine) and their cosine.
 
     python benchmarks/results/verifier-pair-2026-11-29/pair_model.py COLLECTED.jsonl.gz [...] --data-root DIR
+        [--design hashed|embedded]
 
 The pair model's score for a training row is itself out of fold (inner folds by database), so the stacked model
 never sees a score fitted on its own row. Prints the ROC AUC of all full rows, of follow-up rows, and of each
@@ -71,6 +74,17 @@ def matrix(texts: list[tuple[str, str, str]]) -> csr_matrix:
     return csr_matrix((vals, (rows, cols)), shape=(len(texts), 1 << BITS))
 
 
+def embedded(texts: list[tuple[str, str, str]]) -> np.ndarray:
+    """Each pair as the elementwise product of its question's and its query's unit MiniLM embeddings, and their
+    cosine."""
+    from text2sql_dspy.programs.retrieval.embedder import encode_texts
+
+    questions = encode_texts([q for q, _, _ in texts])
+    queries = encode_texts([sql for _, sql, _ in texts])
+    product = questions * queries
+    return np.hstack([product, product.sum(axis=1, keepdims=True)])
+
+
 def pair_scores(x: csr_matrix, y: np.ndarray, dbs: list[str], train: np.ndarray, test: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The pair model's scores: out of fold (inner folds by database) on ``train``, and fitted on all of ``train``
@@ -88,6 +102,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--data-root", action="append", type=Path, default=[])
+    parser.add_argument("--design", choices=("hashed", "embedded"), default="hashed")
     args = parser.parse_args()
     questions = list(examples(args.files, args.data_root))
     rows, right, dbs, texts, asked = [], [], [], [], []
@@ -95,7 +110,7 @@ def main() -> int:
         for (row, y), text in zip(q["full"], q["texts"], strict=True):
             rows.append(row), right.append(y), dbs.append(q["db"]), texts.append(text), asked.append(i)
     y = np.array(right, dtype=bool)
-    x = matrix(texts)
+    x = matrix(texts) if args.design == "hashed" else embedded(texts)
     names = tuple(n for n in FULL if n not in ("judge", "judged"))
     base, stacked = np.zeros(len(rows)), np.zeros(len(rows))
     for train, test in GroupKFold(5).split(rows, y, dbs):
@@ -107,7 +122,7 @@ def main() -> int:
         stacked[test] = [with_pair.probability({**rows[i], "pair": s}) for i, s in zip(test, outer, strict=True)]
     follow = [i for i, t in enumerate(texts) if t[2]]
     print(f"{len(questions)} questions, {len(rows)} full rows ({int(y.sum())} right), {len(follow)} follow-up rows")
-    for label, scores in (("full model", base), ("full model + pair score", stacked)):
+    for label, scores in (("full model", base), (f"full model + {'' if args.design == 'hashed' else 'embedded '}pair score", stacked)):
         final: dict[int, tuple[float, bool]] = {}
         for i, (p, r) in enumerate(zip(scores, right, strict=True)):
             if asked[i] not in final or p > final[asked[i]][0]:
