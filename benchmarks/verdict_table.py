@@ -22,7 +22,7 @@ import json
 import statistics
 from pathlib import Path
 
-from text2sql_dspy.optimize.report import paired_comparison, roc_auc
+from text2sql_dspy.optimize.report import paired_comparison, roc_auc, total_of
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.calibration import expected_calibration_error
 from text2sql_dspy.programs.query.findings import Kind
@@ -81,6 +81,7 @@ def figures(rows: list[dict], sure: float, verifier: Verifier | None = None) -> 
         "likely right": len(marked), "likely right, right": sum(r["correct"] for r in marked),
         "median latency s": statistics.median(latency(r) for r in rows),
         "no query or not running": sum(1 for r in rows if not sql_of(r) or not r.get("executes")),
+        "replies cut at their cap or in a loop": total_of((r.get("metrics") or {}).get("cut_replies") for r in rows),
     }
     turns = [r for r in rows if r.get("turn") is not None]
     if turns:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "lm_calls_median": _median(_metric(r, "lm_calls") for r in records),
         "prompt_tokens_mean": _mean(_metric(r, "prompt_tokens") for r in records),
         "completion_tokens_mean": _mean(_metric(r, "completion_tokens") for r in records),
+        "cut_replies": total_of(_metric(r, "cut_replies") for r in records),
         "cost_per_question": _mean(_metric(r, "cost_usd") for r in records),
         "total_cost": sum(float(_metric(r, "cost_usd") or 0.0) for r in records),
         "mean_judge_score": _mean(s for s, _ in judged),
@@ -73,6 +75,12 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     for key in SEED_METRICS:
         summary[f"{key}_mean"] = _mean(_metric(r, key) for r in records)
     return summary
+
+
+def total_of(values: Iterable[Any]) -> int | None:
+    """The sum of the values recorded; None where no record has one (records written before the metric was)."""
+    present = [int(v) for v in values if v is not None]
+    return sum(present) if present else None
 
 
 def _metric(record: dict[str, Any], key: str) -> Any:
@@ -186,6 +194,7 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         ("LM calls / question (median)", "lm_calls_median", "{:.1f}"),
         ("Prompt tokens / question", "prompt_tokens_mean", "{:.0f}"),
         ("Completion tokens / question", "completion_tokens_mean", "{:.0f}"),
+        ("LM replies cut at their cap or in a loop", "cut_replies", "{}"),
         ("Cost / question (USD)", "cost_per_question", "{:.5f}"),
         ("Validations", "validations_mean", "{:.2f}"),
         ("Judge calls", "judge_calls_mean", "{:.2f}"),

@@ -122,6 +122,7 @@ class Metrics(BaseModel):
     repair_steps: int = 0  # steps of the ReAct repair loop
     retrievals: int = 1  # table searches, the prompt's own included
     judge_errors: list[str] = Field(default_factory=list)  # the judge's LM failed: the answer was reached without it
+    cut_replies: int = 0  # LM replies cut before they ended: at their token cap, or in a repetition loop
 
 
 class Answer(BaseModel):

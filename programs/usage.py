@@ -23,7 +23,7 @@ import dspy
 from dspy.utils.callback import BaseCallback
 from dspy.utils.usage_tracker import UsageTracker, track_usage
 
-from text2sql_dspy.programs.llm.factory import import_litellm, is_local_model
+from text2sql_dspy.programs.llm.factory import cut_replies, import_litellm, is_local_model
 
 Price = tuple[float, float]
 
@@ -86,6 +86,7 @@ class Usage:
     """Totals per model name, plus the sums across models."""
 
     by_model: dict[str, ModelUsage] = field(default_factory=dict)
+    cut_replies: int = 0  # replies cut before they ended: at their token cap, or in a repetition loop
 
     @property
     def calls(self) -> int:
@@ -106,6 +107,7 @@ class Usage:
     def merge(self, other: Usage) -> None:
         for model, usage in other.by_model.items():
             self.by_model.setdefault(model, ModelUsage()).add(usage)
+        self.cut_replies += other.cut_replies
 
     def by_model_dict(self) -> dict[str, dict]:
         """Per model: calls, tokens and cost, as plain data."""
@@ -141,9 +143,11 @@ class _CallCounter(BaseCallback):
 
 @contextmanager
 def metered() -> Iterator[Usage]:
-    """Count the LM calls made inside the block; the yielded :class:`Usage` is filled in on exit."""
+    """Count the LM calls made inside the block, and the replies cut; the yielded :class:`Usage` is filled in on
+    exit."""
     usage = Usage()
     counter = _CallCounter()
+    cut_before = cut_replies()
     callbacks = [*dspy.settings.get("callbacks", []), counter]
     with dspy.context(track_usage=True, callbacks=callbacks), track_usage() as tracker:
         try:
@@ -152,3 +156,4 @@ def metered() -> Iterator[Usage]:
             usage.merge(Usage.from_tracker(tracker))
             for model, calls in counter.calls.items():
                 usage.by_model.setdefault(model, ModelUsage()).calls = calls
+            usage.cut_replies = cut_replies() - cut_before

@@ -118,6 +118,19 @@ def test_roc_auc_of_confidence_and_judge_scores() -> None:
     assert summarize(rows[:2])["confidence_auc"] is None  # all right: no ranking to measure
 
 
+@pytest.mark.parametrize(("cuts", "total", "cell"), [
+    ([0, 2, 1], 3, "| LM replies cut at their cap or in a loop | 3 |"),
+    ([0, 0], 0, "| LM replies cut at their cap or in a loop | 0 |"),
+    ([None, None], None, "| LM replies cut at their cap or in a loop | – |"),  # records from before the metric
+])
+def test_the_report_counts_the_replies_cut(cuts: list, total: int | None, cell: str) -> None:
+    from text2sql_dspy.optimize.report import markdown_report, summarize
+
+    rows = [{"correct": True, "metrics": {"latency_s": 1.0, **({} if c is None else {"cut_replies": c})}} for c in cuts]
+    summary = summarize(rows)
+    assert summary["cut_replies"] == total and cell in markdown_report({"v2": summary}, {"written_at": "now"}, [])
+
+
 @pytest.mark.parametrize(("pairs", "cut", "expected"), [
     ([(0.9, True), (0.8, False), (0.5, True), (0.1, False)], 0.9, (1, 1)),
     ([(0.9, True), (0.8, False), (0.5, True), (0.1, False)], 0.5, (3, 2)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from dspy.lm15 import Message, Response, TextPart, TokenLogprob, TopLogprob, Usa
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, LOOP_ERROR, draft_sql
 from text2sql_dspy.programs.agents.judge import JUDGE_MAX_TOKENS, VERDICT_MAX_TOKENS, judge_sql
 from text2sql_dspy.programs.conversation import STANDALONE_MAX_TOKENS, Turn, standalone_question
-from text2sql_dspy.programs.llm.factory import TRUNCATION_LOGGER, build_lm, quiet_truncation_warnings
+from text2sql_dspy.programs.llm.factory import TRUNCATION_LOGGER, build_lm, cut_replies, quiet_truncation_warnings
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.shared_llama import (
     LOOP_RUN,
@@ -35,6 +36,7 @@ from text2sql_dspy.programs.llm.shared_llama import (
 )
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
 from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
+from text2sql_dspy.programs.usage import metered
 from tests.fakes import GOOD_SQL, Scripted, logprob_lm, scripted_draft, scripted_verdict
 
 RUNAWAY = "SELECT name FROM users WHERE id = 'rec" + "0" * 300  # what 7 BIRD drafts wrote until the cap
@@ -167,6 +169,35 @@ def test_a_reply_that_ran_to_its_cap_says_so() -> None:
     draft = draft_sql(dspy.Predict(DraftSQL), served(f"[[ ## sql ## ]]\nSELECT {columns} FROM t"), question="All?",
                       table_schemas="")
     assert draft.truncated and draft.error is None and draft.sql.startswith("SELECT c0, c1")
+
+
+WHOLE = f"[[ ## sql ## ]]\n{GOOD_SQL}\n\n[[ ## explanation ## ]]\nIt counts them.\n\n[[ ## completed ## ]]"
+LONG = "[[ ## sql ## ]]\nSELECT " + ", ".join(f"c{i}" for i in range(200)) + " FROM t"
+
+
+@pytest.mark.parametrize(("replies", "cut"), [
+    ([WHOLE], 0),
+    ([f"[[ ## sql ## ]]\n{RUNAWAY}"], 1),  # cut in its loop
+    ([LONG, WHOLE, LONG], 2),  # two cut at the cap, one whole
+])
+def test_an_answers_usage_counts_the_replies_cut(replies: list[str], cut: int) -> None:
+    quiet_truncation_warnings()
+    lm = served(*replies)
+    with metered() as usage:
+        for _ in replies:
+            draft_sql(dspy.Predict(DraftSQL), lm, question="How many?", table_schemas="")
+    assert usage.cut_replies == cut
+
+
+def test_a_reply_cut_on_another_thread_is_not_this_answers() -> None:
+    quiet_truncation_warnings()
+    elsewhere = threading.Thread(target=lambda: draft_sql(dspy.Predict(DraftSQL), served(LONG), question="All?",
+                                                          table_schemas=""))
+    before = cut_replies()
+    with metered() as usage:
+        elsewhere.start()
+        elsewhere.join()
+    assert usage.cut_replies == 0 and cut_replies() == before
 
 
 # --------------------------------------------------------------------------- each call's cap

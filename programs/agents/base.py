@@ -163,6 +163,7 @@ class Text2SQLProgram(dspy.Module):
         metrics = answer.metrics.model_copy(update={
             "lm_calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "cost_usd": usage.cost_usd, "by_model": usage.by_model_dict(), "latency_s": time.perf_counter() - start,
+            "cut_replies": usage.cut_replies,
         })
         answer = answer.model_copy(update={"metrics": metrics})
         return dspy.Prediction(answer=self.calibrated(source, answer, lm))

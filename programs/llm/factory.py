@@ -23,7 +23,8 @@ Contract of :func:`build_lm`:
   reply would be replayed); pass ``cache=True`` to cache them.
 * DSPy's "LM response was truncated" warning is dropped (:func:`quiet_truncation_warnings`): a reply cut at its
   cap or in a loop is the caller's to handle (``Draft.truncated``, ``EngineStats.truncated``), not news for a
-  user's terminal.
+  user's terminal. Each dropped warning is counted on the thread that made the call (:func:`cut_replies`), so an
+  answer's metrics say how many of its replies were cut.
 * Remote calls wait at most ``$TEXT2SQL_TIMEOUT_S`` seconds (default 180) for a
   reply and are retried ``$TEXT2SQL_RETRIES`` times (default 2) on a transient
   failure; :mod:`programs.llm.service_errors` words what still fails. LiteLLM's
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import Any, Literal
 
 import dspy
@@ -271,11 +273,22 @@ TRUNCATION_LOGGER = "dspy.clients.lm"  # where DSPy 3.4 logs a reply with finish
 TRUNCATION_NOTICE = "LM response was truncated"
 
 
+_cut = threading.local()  # replies cut on this thread: DSPy warns on the thread that made the call
+
+
 class _DropTruncationNotice(logging.Filter):
-    """Drops DSPy's truncation warning; every other record of its logger passes."""
+    """Drops DSPy's truncation warning, counting it (:func:`cut_replies`); every other record of its logger passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(TRUNCATION_NOTICE)
+        if not str(record.msg).startswith(TRUNCATION_NOTICE):
+            return True
+        _cut.count = cut_replies() + 1
+        return False
+
+
+def cut_replies() -> int:
+    """How many LM replies made on this thread so far were cut before they ended (DSPy's finish_reason "length")."""
+    return getattr(_cut, "count", 0)
 
 
 def quiet_truncation_warnings() -> None:
