@@ -23,7 +23,7 @@ import dspy
 from dspy.utils.callback import BaseCallback
 from dspy.utils.usage_tracker import UsageTracker, track_usage
 
-from text2sql_dspy.programs.llm.factory import cut_replies, import_litellm, is_local_model
+from text2sql_dspy.programs.llm.factory import cut_replies, import_litellm, is_local_model, quiet_truncation_warnings
 
 Price = tuple[float, float]
 
@@ -144,7 +144,8 @@ class _CallCounter(BaseCallback):
 @contextmanager
 def metered() -> Iterator[Usage]:
     """Count the LM calls made inside the block, and the replies cut; the yielded :class:`Usage` is filled in on
-    exit."""
+    exit. The cut replies are counted for any LM, also one not made by :func:`~.llm.factory.build_lm`."""
+    quiet_truncation_warnings()  # the filter that counts them
     usage = Usage()
     counter = _CallCounter()
     cut_before = cut_replies()
