@@ -5,8 +5,8 @@ how many of those are right, median latency, answers that are no query or do not
 first-turn, later-turn and interaction figures (also with other columns allowed); then each signal's ROC AUC alone
 beside the verifier's, and the questions that changed.
 
-    python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--sure 0.945] [--verifier verifier.json]
-        [--common]
+    python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--after-program NAME] [--sure 0.945]
+        [--verifier verifier.json] [--common]
 
 ``--common`` keeps only the questions both runs answered (runs stopped at different points).
 
@@ -140,11 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--program", default="v2")
+    parser.add_argument("--after-program", help="the after run's program, where it differs (default: --program)")
     parser.add_argument("--sure", type=float, default=0.9, help="'likely right' for records without a verdict")
     parser.add_argument("--verifier", type=Path, help="a verifier.json whose thresholds read each verdict again")
     parser.add_argument("--common", action="store_true", help="only the questions both runs answered")
     args = parser.parse_args(argv)
-    before, after = records(args.before, args.program), records(args.after, args.program)
+    before, after = records(args.before, args.program), records(args.after, args.after_program or args.program)
     if args.common:
         both = {r["key"] for r in before} & {r["key"] for r in after}
         before, after = [r for r in before if r["key"] in both], [r for r in after if r["key"] in both]

@@ -33,7 +33,7 @@ from typing import Any
 import dspy
 from dspy.teleprompt.gepa.instruction_proposal import InstructionProposer
 
-from text2sql_dspy.optimize.demos import compact_demos, compact_reflections, with_gold_draft
+from text2sql_dspy.optimize.demos import compact_demos, compact_reflections, keep_right_drafts, varied_drafts, with_gold_draft
 from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric, predicted_sql
 from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.dataset import load_split
@@ -62,6 +62,7 @@ class Budget:
     train_databases: float | None = None  # None: every database the validation side leaves
     dev_databases: float | None = None  # None: DEV_DATABASES of them (none when dev_limit is 0)
     per_database: int | None = None  # None: no cap
+    keep_demos: int | None = None  # of the drafting demos bootstrapped, keep this many, most varied (None: all)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class CompileConfig:
     learn: bool = True  # put the training split into the store first
     k_examples: int = DEFAULT_K
     by_database: bool = False  # split the train split by database even where a dev split exists
+    carry_demos: bool = False  # mark the demos as another database's worked examples, shown on every database
 
 
 def compile_program(config: CompileConfig) -> dict[str, Any]:
@@ -132,7 +134,10 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     with response_cache(cache_dir, program_lms(student, metric, prompt_lm)):
         before = score_on(student, dev, metric, config.threads, "dev, before")
         compiled = run_optimizer(config, student, audit.watch(metric), train, dev, prompt_lm=prompt_lm)
-        demos = compact_demos(compiled)
+        wrong_demos = keep_right_drafts(compiled, train) if config.carry_demos else 0
+        if config.budget.keep_demos is not None:
+            varied_drafts(compiled, config.budget.keep_demos)
+        demos = compact_demos(compiled, carried=config.carry_demos)
         after = score_on(compiled, dev, metric, config.threads, "dev, after") if config.optimizer != "none" else before
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,6 +173,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
         "k_examples": config.k_examples,
         "view": {"retrieval": config.retrieval, "top_k": config.top_k, "schema_budget": config.schema_budget},
         "demos": demos,
+        "carried_demos": config.carry_demos,
+        "wrong_demos_dropped": wrong_demos,
         "dev_before": before,
         "dev_after": after,
         "trace_audit": audit.summary(),

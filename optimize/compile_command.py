@@ -71,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "and learn only the training databases' pairs (the default where --data has no --dev-split, and implied "
              "by --train-databases, --dev-databases and --per-database)",
     )
+    parser.add_argument(
+        "--carry-demos", action="store_true",
+        help="show the drafting demos on every database, each under its own database's schema and marked as "
+             "another database's worked example (default: a demo is shown only where its SQL names nothing but the "
+             "queried database's tables and columns). For a compile on other databases than those it will answer on",
+    )
     parser.add_argument("--out", required=True, help=RESUME_HELP)
     budget = parser.add_argument_group("budget (every trial is a full program run)")
     budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
@@ -79,6 +85,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budget.add_argument(
         "--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
         help="demos per predictor in all: the bootstrapped ones, then gold-SQL demos for the drafting step (0: none)",
+    )
+    budget.add_argument(
+        "--keep-demos", type=non_negative_int, metavar="K",
+        help="of the drafting demos bootstrapped (--max-demos), keep the K whose queries differ most in shape "
+             "(joins, grouping, ordering, nesting, aggregates...; default: keep all)",
     )
     budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
     budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
@@ -113,7 +124,7 @@ def compile_and_save(args: argparse.Namespace) -> int:
         train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,
         max_labeled_demos=args.max_labeled_demos, num_trials=args.num_trials, num_candidates=args.num_candidates,
         max_metric_calls=args.max_metric_calls, train_databases=args.train_databases, dev_databases=args.dev_databases,
-        per_database=args.per_database,
+        per_database=args.per_database, keep_demos=args.keep_demos,
     )
     by_database = args.by_database or any(
         value is not None for value in (args.train_databases, args.dev_databases, args.per_database)
@@ -125,6 +136,7 @@ def compile_and_save(args: argparse.Namespace) -> int:
         reflection_model=args.reflection_model, retrieval=args.retrieval, top_k=args.top_k,
         schema_budget=args.schema_budget, threads=args.threads,
         examples=args.examples, learn=not args.no_learn, k_examples=args.k_examples, by_database=by_database,
+        carry_demos=args.carry_demos,
     )
     meta = compile_program(config)
     print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "examples", "learned", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))

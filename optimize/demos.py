@@ -20,14 +20,17 @@ import dspy
 import sqlglot
 from sqlglot import exp
 
+from text2sql_dspy.programs.agents.carried import carry
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.query.tables_read import tables_read
 
 NO_DEMO_PREDICTORS = ("repair.react", "repair.extract", "judge")  # and the predictors inside them
 
 
-def compact_demos(program: dspy.Module) -> dict[str, int]:
-    """Shrink ``program``'s demos in place; returns the number of demos left per predictor."""
+def compact_demos(program: dspy.Module, *, carried: bool = False) -> dict[str, int]:
+    """Shrink ``program``'s demos in place; returns the number of demos left per predictor. ``carried``: the demos
+    left are marked as worked examples over another database (:func:`~..agents.carried.carry`), to be shown on
+    databases the compile never saw."""
     counts = {}
     for name, predictor in program.named_predictors():
         if any(name == kept or name.startswith(f"{kept}.") for kept in NO_DEMO_PREDICTORS):
@@ -35,9 +38,78 @@ def compact_demos(program: dspy.Module) -> dict[str, int]:
         else:
             # a labeled demo meant for another predictor has none of this one's outputs: never shown, so not kept
             outputs = predictor.signature.output_fields.keys()
-            predictor.demos = [_compact(demo) for demo in predictor.demos if outputs & demo.keys()]
+            fields = predictor.signature.fields.keys()
+            predictor.demos = [_compact(_only(demo, fields)) for demo in predictor.demos if outputs & demo.keys()]
+            if carried:
+                predictor.demos = [carry(demo) for demo in predictor.demos]
         counts[name] = len(predictor.demos)
     return counts
+
+
+def _only(demo: Any, fields: Iterable[str]) -> Any:
+    """``demo`` with only the signature's ``fields`` (and DSPy's ``augmented`` flag): a trace's demo also holds the
+    reply's token log-probabilities, which no prompt shows."""
+    keep = {*fields, "augmented"}
+    return dspy.Example(**{k: v for k, v in demo.items() if k in keep}) if isinstance(demo, dspy.Example) else demo
+
+
+def varied_drafts(program: dspy.Module, keep: int) -> None:
+    """Keep, of each SQL-writing predictor's demos, the ``keep`` whose queries differ most in shape: one at a time,
+    the demo whose query adds the most shapes (:func:`sql_shapes`) not yet shown, the earlier on a tie."""
+    for _, predictor in program.named_predictors():
+        if "sql" not in predictor.signature.output_fields or len(predictor.demos) <= keep:
+            continue
+        pool, chosen, seen = list(predictor.demos), [], set()
+        while pool and len(chosen) < keep:
+            best = max(pool, key=lambda d: len(sql_shapes(str(d.get("sql") or "")) - seen))
+            pool.remove(best)
+            chosen.append(best)
+            seen |= sql_shapes(str(best.get("sql") or ""))
+        predictor.demos = chosen
+
+
+SHAPES: dict[str, type[exp.Expression]] = {
+    "join": exp.Join, "filter": exp.Where, "group": exp.Group, "having": exp.Having, "order": exp.Order,
+    "limit": exp.Limit, "distinct": exp.Distinct, "nested": exp.Subquery, "set operation": exp.SetOperation,
+    "count": exp.Count, "sum": exp.Sum, "average": exp.Avg, "max": exp.Max, "min": exp.Min, "case": exp.Case,
+    "like": exp.Like, "negation": exp.Not,
+}
+
+
+def sql_shapes(sql: str) -> set[str]:
+    """The names of :data:`SHAPES` whose node ``sql`` holds (none where it does not parse)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return set()
+    return {name for name, node in SHAPES.items() if tree.find(node) is not None}
+
+
+def keep_right_drafts(program: dspy.Module, examples: Sequence[dspy.Example]) -> int:
+    """Drop the drafting demos whose SQL does not give its question's gold result; returns how many were dropped.
+
+    A bootstrapped program answered its question right, but its trace can hold a sample drawn on the way, wrong
+    itself, as the demo. A demo carried to other databases must be a right worked example, so each is run against
+    the gold SQL of the training question it answers (``examples``: those with a ``gold_sql``, by question). A demo
+    whose question is not among them is kept.
+    """
+    gold = {ex.question: ex for ex in examples if ex.get("gold_sql")}
+    dropped = 0
+    for _, predictor in program.named_predictors():
+        if "sql" not in predictor.signature.output_fields:
+            continue
+        kept = [demo for demo in predictor.demos if _gives_gold(demo, gold.get(demo.get("question")))]
+        dropped += len(predictor.demos) - len(kept)
+        predictor.demos = kept
+    return dropped
+
+
+def _gives_gold(demo: Any, example: dspy.Example | None) -> bool:
+    from text2sql_dspy.optimize.metrics import compare_execution
+
+    if example is None:
+        return True
+    return compare_execution(str(demo.get("sql") or ""), example.gold_sql, example.db_path).match
 
 
 def with_gold_draft(example: dspy.Example) -> dspy.Example:

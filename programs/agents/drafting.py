@@ -11,6 +11,7 @@ from typing import Any
 
 import dspy
 
+from text2sql_dspy.programs.agents.carried import shown_demos
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.llm.factory import logprob_config, supports_seed
 from text2sql_dspy.programs.llm.fields import FIELD_END, field_marker
@@ -57,9 +58,10 @@ def draft_sql(
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
-    Of ``predictor``'s demos (a compiled program's), only those whose SQL names nothing but the
-    ``source``'s own tables and columns are shown: a demo written over another database teaches a
-    small model names that do not exist here (the database's own verified pairs come in ``facts``). The reply
+    Of ``predictor``'s demos (a compiled program's), those :func:`~.carried.shown_demos` keeps are shown: a demo
+    written over another database, shown bare, teaches a small model names that do not exist here, so only a
+    carried one (under its own schema, marked as another database's) is (the database's own verified pairs come
+    in ``facts``). The reply
     is cleaned (:func:`~..db.reply.clean_sql`) and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
@@ -74,8 +76,7 @@ def draft_sql(
         if supports_seed(lm):
             config["seed"] = seed
     if predictor.demos:  # set even when none is kept: without "demos", Predict shows all of its own
-        inputs["demos"] = [d for d in predictor.demos
-                           if source is None or source.names_only_its_own(str(d.get("sql") or ""))]
+        inputs["demos"] = shown_demos(predictor.demos, source)
     emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)
