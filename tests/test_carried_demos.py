@@ -3,6 +3,8 @@ them, and that a carried demo's names never reach an answer (scripted LMs)."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import dspy
@@ -113,3 +115,63 @@ def test_the_demos_kept_are_the_most_varied(tiny_db: Path) -> None:
     varied_drafts(program, 3)
     # order+limit and group+count add two shapes each (the earlier first); then nothing is new, and the first is kept
     assert [d.question for d in program.draft.demos] == ["q2", "q3", "q0"]
+
+
+def test_the_most_varied_training_questions_come_first() -> None:
+    from text2sql_dspy.optimize.demos import varied_first
+
+    examples = [dspy.Example(question=q, gold_sql=g) for q, g in [
+        ("lookup", "SELECT name FROM users"),
+        ("counted", "SELECT count(*) FROM users WHERE status = 'active'"),
+        ("no gold", ""),
+        ("grouped", "SELECT org_id, count(*) FROM users WHERE status = 'active' GROUP BY org_id"),
+        ("also counted", "SELECT count(*) FROM blocks WHERE user_id = 1"),
+    ]]
+    assert [ex.question for ex in varied_first(examples)] == ["grouped", "counted", "also counted", "lookup", "no gold"]
+
+
+def test_a_compile_with_carried_demos_shows_them_on_another_database(tmp_path: Path, tiny_db: Path) -> None:
+    from tests.test_optimize import DEV, JUDGE_KEY, TRAIN, compile_folder, scripted
+    from text2sql_dspy.optimize.compile_command import main as optimize_main
+    from text2sql_dspy.programs.agents.registry import metadata_path
+
+    data, out = compile_folder(tmp_path, tiny_db), tmp_path / "carried.json"
+    argv = ["--program", "v2", "--optimizer", "bootstrap", "--metric", "execution", "--data", str(data),
+            "--out", str(out), "--retrieval", "keyword", "--train-limit", "3", "--dev-limit", "0", "--max-demos", "3",
+            "--keep-demos", "2", "--varied-first", "--carry-demos", "--no-learn"]
+    with dspy.context(lm=scripted(TRAIN + DEV)):
+        assert optimize_main(argv) == 0
+    meta = json.loads(metadata_path(out).read_text())
+    assert meta["carried_demos"] is True and meta["wrong_demos_dropped"] == 0 and meta["demos"]["draft"] == 2
+    assert meta["budget"]["keep_demos"] == 2 and meta["budget"]["varied_first"] is True
+    demos = json.loads(out.read_text())["draft"]["demos"]
+    assert all(d["table_schemas"].startswith(CARRIED_LEAD) and "logprobs" not in d for d in demos)
+
+    other = tmp_path / "other.sqlite"  # a database with none of the demos' tables
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, kind TEXT)")
+        conn.execute("INSERT INTO pets VALUES (1, 'cat')")
+    program = make_program(str(out), db_path=other, retrieval_type="keyword")
+    lm = logprob_lm({JUDGE_KEY: scripted_verdict(0.9), "How many pets": scripted_draft("SELECT count(*) FROM pets", 0.9)})
+    with dspy.context(lm=lm):
+        assert program(question="How many pets are there?").answer.sql == "SELECT count(*) FROM pets"
+    prompt = str(lm.engine.requests[0].messages)
+    assert all(d["question"] in prompt for d in demos) and prompt.count(CARRIED_LEAD) == 2
+
+
+def test_v2_starts_from_the_shipped_worked_examples_and_says_what_they_were_fitted_on(tiny_db: Path) -> None:
+    import hashlib
+    from importlib import resources
+
+    from text2sql_dspy.programs.agents.carried import SHIPPED
+
+    shipped = json.loads(resources.files("text2sql_dspy.programs.agents").joinpath(SHIPPED).read_text())
+    fitted = shipped["fitted_on"]
+    assert fitted["sets"] == ["spider-train"] and fitted["databases"] >= fitted["questions_tried"] > 0
+    assert fitted["digest"] == hashlib.sha256(json.dumps(shipped["draft"], sort_keys=True).encode()).hexdigest()[:16]
+    v2 = make_program("v2", db_path=tiny_db, retrieval_type="keyword")
+    assert [d.question for d in v2.draft.demos] == [d["question"] for d in shipped["draft"]]
+    assert v2.draft.demos and all(is_carried(d) for d in v2.draft.demos)
+    assert shown_demos(v2.draft.demos, open_source(tiny_db)) == v2.draft.demos, "carried: shown on any database"
+    assert make_program("v2-plain", db_path=tiny_db, retrieval_type="keyword").draft.demos == []
+    assert make_program("v2", db_path=tiny_db, retrieval_type="keyword", worked_examples=False).draft.demos == []
