@@ -33,7 +33,14 @@ from typing import Any
 import dspy
 from dspy.teleprompt.gepa.instruction_proposal import InstructionProposer
 
-from text2sql_dspy.optimize.demos import compact_demos, compact_reflections, keep_right_drafts, varied_drafts, with_gold_draft
+from text2sql_dspy.optimize.demos import (
+    compact_demos,
+    compact_reflections,
+    keep_right_drafts,
+    varied_drafts,
+    varied_first,
+    with_gold_draft,
+)
 from text2sql_dspy.optimize.metrics import Metric, compare_execution, make_metric, predicted_sql
 from text2sql_dspy.optimize.trace_audit import TraceAudit
 from text2sql_dspy.programs.dataset import load_split
@@ -63,6 +70,7 @@ class Budget:
     dev_databases: float | None = None  # None: DEV_DATABASES of them (none when dev_limit is 0)
     per_database: int | None = None  # None: no cap
     keep_demos: int | None = None  # of the drafting demos bootstrapped, keep this many, most varied (None: all)
+    varied_first: bool = False  # bootstrap from the training questions whose gold SQL is most varied first
 
 
 @dataclass
@@ -125,6 +133,8 @@ def compile_program(config: CompileConfig) -> dict[str, Any]:
     student.selector.exclude_same_question = True  # a training question is never shown its own pair
     metric = make_metric(config.metric, judge_model=config.judge_model, threshold=config.threshold)
     train, dev = questions.train, questions.dev
+    if config.budget.varied_first:
+        train = varied_first(train)
     if config.budget.max_labeled_demos:
         train = [with_gold_draft(ex) for ex in train]
 

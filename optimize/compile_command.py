@@ -91,6 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="of the drafting demos bootstrapped (--max-demos), keep the K whose queries differ most in shape "
              "(joins, grouping, ordering, nesting, aggregates...; default: keep all)",
     )
+    budget.add_argument(
+        "--varied-first", action="store_true",
+        help="bootstrap from the training questions whose gold SQL is most varied in shape first (a bootstrap keeps "
+             "the first it answers right, so that its demos are more than lookups)",
+    )
     budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
     budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
     budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="GEPA metric calls")
@@ -124,7 +129,7 @@ def compile_and_save(args: argparse.Namespace) -> int:
         train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,
         max_labeled_demos=args.max_labeled_demos, num_trials=args.num_trials, num_candidates=args.num_candidates,
         max_metric_calls=args.max_metric_calls, train_databases=args.train_databases, dev_databases=args.dev_databases,
-        per_database=args.per_database, keep_demos=args.keep_demos,
+        per_database=args.per_database, keep_demos=args.keep_demos, varied_first=args.varied_first,
     )
     by_database = args.by_database or any(
         value is not None for value in (args.train_databases, args.dev_databases, args.per_database)
