@@ -158,20 +158,3 @@ def test_a_compile_with_carried_demos_shows_them_on_another_database(tmp_path: P
     prompt = str(lm.engine.requests[0].messages)
     assert all(d["question"] in prompt for d in demos) and prompt.count(CARRIED_LEAD) == 2
 
-
-def test_v2_starts_from_the_shipped_worked_examples_and_says_what_they_were_fitted_on(tiny_db: Path) -> None:
-    import hashlib
-    from importlib import resources
-
-    from text2sql_dspy.programs.agents.carried import SHIPPED
-
-    shipped = json.loads(resources.files("text2sql_dspy.programs.agents").joinpath(SHIPPED).read_text())
-    fitted = shipped["fitted_on"]
-    assert fitted["sets"] == ["spider-train"] and fitted["databases"] >= fitted["questions_tried"] > 0
-    assert fitted["digest"] == hashlib.sha256(json.dumps(shipped["draft"], sort_keys=True).encode()).hexdigest()[:16]
-    v2 = make_program("v2", db_path=tiny_db, retrieval_type="keyword")
-    assert [d.question for d in v2.draft.demos] == [d["question"] for d in shipped["draft"]]
-    assert v2.draft.demos and all(is_carried(d) for d in v2.draft.demos)
-    assert shown_demos(v2.draft.demos, open_source(tiny_db)) == v2.draft.demos, "carried: shown on any database"
-    assert make_program("v2-plain", db_path=tiny_db, retrieval_type="keyword").draft.demos == []
-    assert make_program("v2", db_path=tiny_db, retrieval_type="keyword", worked_examples=False).draft.demos == []

@@ -125,8 +125,7 @@ def test_the_drafting_prompt_shows_the_schema_then_the_pairs_with_the_question(
     lm = DummyLM([draft(GOOD_SQL)] * 3)
     program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, examples=store, k_examples=2)
     program.run("How many users are suspended?")
-    turns = [m for m in lm.history[0]["messages"] if m["role"] != "assistant"]
-    system, user = turns[0], turns[-1]  # between them, the worked examples' turns
+    system, user = (m for m in lm.history[0]["messages"] if m["role"] != "assistant")  # no demo turns
     assert system["content"].startswith("[[ ## table_schemas ## ]]") and "Notes from the people" in system["content"]
     assert "A failed login is a login_attempts row" in system["content"] and PAIRS_GUIDE in system["content"]
     assert "How many users are blocked?" not in system["content"]  # the cached prefix is the same for every question

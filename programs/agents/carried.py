@@ -7,27 +7,18 @@ question. :func:`carry` marks a demo so; :func:`shown_demos` is the one rule for
 
 The lead line is part of the demo's ``table_schemas``, so it travels with the compiled file and needs no field of
 its own; a demo without it is shown only on a database whose tables and columns its SQL names (as before carrying).
-
-V2 starts from the worked examples shipped in the package (:data:`SHIPPED`, written by
-``benchmarks/results/carried-demos-2026-12-01/ship.py`` from a compile on ``spider-train``, with its provenance in
-``fitted_on``): :func:`shipped_worked_examples`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from importlib import resources
 from typing import Any
-
-import dspy
 
 from text2sql_dspy.programs.source import DataSource
 
-__all__ = ["CARRIED_LEAD", "SHIPPED", "carry", "is_carried", "shipped_worked_examples", "shown_demos"]
+__all__ = ["CARRIED_LEAD", "carry", "is_carried", "shown_demos"]
 
 CARRIED_LEAD = "-- A worked example over another database: its tables and columns are its own, not the ones you query"
-SHIPPED = "worked_examples.json"  # beside this module: {"fitted_on": {...}, "draft": [demo, ...]}
 
 
 def carry(demo: Any) -> Any:
@@ -50,15 +41,3 @@ def shown_demos(demos: Iterable[Any], source: DataSource | None) -> list[Any]:
     nothing but ``source``'s own tables and columns (all of them where the database is not known)."""
     return [d for d in demos
             if source is None or is_carried(d) or source.names_only_its_own(str(d.get("sql") or ""))]
-
-
-def shipped_worked_examples() -> dict[str, list[dspy.Example]]:
-    """The carried demos shipped in the package, by predictor (``{"draft": [...]}``); empty when the file is missing.
-    Each is a carried demo (:func:`is_carried`), so every database is shown it."""
-    try:
-        text = resources.files("text2sql_dspy.programs.agents").joinpath(SHIPPED).read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
-        return {}
-    shipped = json.loads(text)
-    return {name: [carry(dspy.Example(**demo)) for demo in demos]
-            for name, demos in shipped.items() if name != "fitted_on"}

@@ -39,7 +39,6 @@ from text2sql_dspy.programs.agents.candidates import (
     repair_hints,
     returns_nothing,
 )
-from text2sql_dspy.programs.agents.carried import shipped_worked_examples
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
@@ -55,7 +54,7 @@ from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
 
-__all__ = ["ReActAgent", "ReActAgentV2", "ReActAgentV2Plain"]
+__all__ = ["ReActAgent", "ReActAgentV2"]
 
 SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
@@ -394,24 +393,11 @@ class ReActAgentV2(ReActAgent):
     """V2: :class:`ReActAgent` with the judge on (``judge=True``) and three candidates when unsure.
 
     Confidence is ``0.4 * agent + 0.6 * judge``, held to the V2 card's bands; a judge LM that
-    fails makes the agent carry on as V1, and the answer says so. ``worked_examples``: start from the worked
-    examples shipped in the package (:func:`~.carried.shipped_worked_examples`), carried to every database; a
-    compiled file's :meth:`load` replaces them with its own.
+    fails makes the agent carry on as V1, and the answer says so.
     """
 
-    def __init__(self, db_path: Path | str | None = None, *, worked_examples: bool = True, **kwargs: Any):
-        super().__init__(db_path, judge=True, **kwargs)
-        if worked_examples:
-            for name, demos in shipped_worked_examples().items():
-                getattr(self, name).demos = demos
-
-
-class ReActAgentV2Plain(ReActAgentV2):
-    """V2 without the shipped worked examples, as it was before they were compiled (``v2-plain``)."""
-
     def __init__(self, db_path: Path | str | None = None, **kwargs: Any):
-        kwargs.pop("worked_examples", None)
-        super().__init__(db_path, worked_examples=False, **kwargs)
+        super().__init__(db_path, judge=True, **kwargs)
 
 
 def repairs(model_id: str | None, lm: Any, max_repair_steps: int | None) -> bool:

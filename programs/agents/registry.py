@@ -1,5 +1,4 @@
-"""Programs by name (``baseline``, ``v1``, ``v2``, ``v2-plain``) or by compiled JSON path — the one place that builds
-them."""
+"""Programs by name (``baseline``, ``v1``, ``v2``) or by compiled JSON path — the one place that builds them."""
 
 from __future__ import annotations
 
@@ -9,13 +8,11 @@ from typing import Any
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.baseline import Baseline
-from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2, ReActAgentV2Plain
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.store import ExampleStore
 
-PROGRAMS: dict[str, type[Text2SQLProgram]] = {
-    "baseline": Baseline, "v1": ReActAgent, "v2": ReActAgentV2, "v2-plain": ReActAgentV2Plain,
-}
+PROGRAMS: dict[str, type[Text2SQLProgram]] = {"baseline": Baseline, "v1": ReActAgent, "v2": ReActAgentV2}
 
 
 def metadata_path(compiled: Path) -> Path:

@@ -4,8 +4,9 @@
 # each, default settings. Resumable (`--out` resumes).
 #   bash run.sh OUT compile             (the compile, in OUT/compiled/: spider-train only, by whole databases)
 #   LIMIT=N bash run.sh OUT spider-dev  (Spider dev's first N: both programs side by side)
-# then: python benchmarks/verdict_table.py OUT/before/spider-dev OUT/after/spider-dev --after-program v2-carried
-#       python benchmarks/lint_firings.py --any-reading OUT/before/spider-dev OUT/after/spider-dev
+# then: python benchmarks/verdict_table.py OUT/before/spider-dev OUT/after/spider-dev --after-program OUT/compiled/v2-carried.json
+#       python benchmarks/lint_firings.py --any-reading OUT/before/spider-dev
+#       python benchmarks/lint_firings.py --any-reading --program OUT/compiled/v2-carried.json OUT/after/spider-dev
 OUT=$(realpath "${1:?usage: run.sh OUT compile|spider-dev}")
 SET=${2:?usage: run.sh OUT compile|spider-dev}
 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
