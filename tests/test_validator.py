@@ -457,9 +457,9 @@ def test_a_key_shown_where_the_question_asks_for_no_id(db_path: Path, sql: str, 
     ],
 )
 def test_hostile_input_is_invalid_without_raising(validator: SQLValidator, text: object, error: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a busy machine slows the wall clock, not the work done
     result = validator.validate(text)  # type: ignore[arg-type]
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert isinstance(result, ValidationResult)
     assert not result.valid
     assert any(error in e for e in result.errors), result.errors
