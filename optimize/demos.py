@@ -20,6 +20,7 @@ import dspy
 import sqlglot
 from sqlglot import exp
 
+from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.carried import carry
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.query.tables_read import tables_read
@@ -39,9 +40,8 @@ def compact_demos(program: dspy.Module, *, carried: bool = False) -> dict[str, i
             # a labeled demo meant for another predictor has none of this one's outputs: never shown, so not kept
             outputs = predictor.signature.output_fields.keys()
             fields = predictor.signature.fields.keys()
-            predictor.demos = [_compact(_only(demo, fields)) for demo in predictor.demos if outputs & demo.keys()]
-            if carried:
-                predictor.demos = [carry(demo) for demo in predictor.demos]
+            kept = [_compact(_only(demo, fields)) for demo in predictor.demos if outputs & demo.keys()]
+            predictor.demos = [carry(demo) for demo in kept] if carried else kept
         counts[name] = len(predictor.demos)
     return counts
 
@@ -56,16 +56,22 @@ def _only(demo: Any, fields: Iterable[str]) -> Any:
 def varied_drafts(program: dspy.Module, keep: int) -> None:
     """Keep, of each SQL-writing predictor's demos, the ``keep`` whose queries differ most in shape: one at a time,
     the demo whose query adds the most shapes (:func:`sql_shapes`) not yet shown, the earlier on a tie."""
-    for _, predictor in program.named_predictors():
-        if "sql" not in predictor.signature.output_fields or len(predictor.demos) <= keep:
+    for predictor in _sql_predictors(program):
+        if len(predictor.demos) <= keep:
             continue
-        pool, chosen, seen = list(predictor.demos), [], set()
+        pool = [(demo, sql_shapes(str(demo.get("sql") or ""))) for demo in predictor.demos]
+        chosen, seen = [], set()
         while pool and len(chosen) < keep:
-            best = max(pool, key=lambda d: len(sql_shapes(str(d.get("sql") or "")) - seen))
+            best = max(pool, key=lambda pair: len(pair[1] - seen))
             pool.remove(best)
-            chosen.append(best)
-            seen |= sql_shapes(str(best.get("sql") or ""))
+            chosen.append(best[0])
+            seen |= best[1]
         predictor.demos = chosen
+
+
+def _sql_predictors(program: dspy.Module) -> list[dspy.Predict]:
+    """``program``'s predictors that write SQL (an ``sql`` output): the draft and the edit."""
+    return [p for _, p in program.named_predictors() if "sql" in p.signature.output_fields]
 
 
 SHAPES: dict[str, type[exp.Expression]] = {
@@ -101,9 +107,7 @@ def keep_right_drafts(program: dspy.Module, examples: Sequence[dspy.Example]) ->
     """
     gold = {ex.question: ex for ex in examples if ex.get("gold_sql")}
     dropped = 0
-    for _, predictor in program.named_predictors():
-        if "sql" not in predictor.signature.output_fields:
-            continue
+    for predictor in _sql_predictors(program):
         kept = [demo for demo in predictor.demos if _gives_gold(demo, gold.get(demo.get("question")))]
         dropped += len(predictor.demos) - len(kept)
         predictor.demos = kept
@@ -111,8 +115,6 @@ def keep_right_drafts(program: dspy.Module, examples: Sequence[dspy.Example]) ->
 
 
 def _gives_gold(demo: Any, example: dspy.Example | None) -> bool:
-    from text2sql_dspy.optimize.metrics import compare_execution
-
     if example is None:
         return True
     return compare_execution(str(demo.get("sql") or ""), example.gold_sql, example.db_path).match

@@ -59,10 +59,9 @@ def draft_sql(
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
     Of ``predictor``'s demos (a compiled program's), those :func:`~.carried.shown_demos` keeps are shown: a demo
-    written over another database, shown bare, teaches a small model names that do not exist here, so only a
-    carried one (under its own schema, marked as another database's) is (the database's own verified pairs come
-    in ``facts``). The reply
-    is cleaned (:func:`~..db.reply.clean_sql`) and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
+    over another database is shown only when carried, under its own schema and marked as that database's, since
+    shown bare it teaches a small model names that do not exist here (this database's own verified pairs come in
+    ``facts``). The reply is cleaned (:func:`~..db.reply.clean_sql`) and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
