@@ -61,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
     parser.add_argument("--docs", help="column and table descriptions for every question's database (BIRD, dbt)")
     parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
+    parser.add_argument("--carried", metavar="FOLDER",
+                        help="solved pairs over other databases, the nearest shown with each question (a folder in "
+                        "Spider's layout: train.json and tables.json, e.g. ../shared/benchmarks/spider-train)")
     parser.add_argument("--evidence", choices=["on", "off"], default="on",
                         help="pass each question's evidence (BIRD's hint) to the programs when the data has it (default: on)")
     parser.add_argument("--databases", help="the Spider-format folder with the SQLite files when --data holds only "
@@ -97,6 +100,8 @@ def evaluate(args: argparse.Namespace) -> int:
         run["docs"] = str(Path(args.docs).resolve())
     if args.examples:
         run["examples"] = str(Path(args.examples).resolve())
+    if args.carried:
+        run["carried"] = str(Path(args.carried).resolve())
     _check_resumable(out, run)
     done = load_records(records_file)
     _forget_service_failures(done, records_file)
@@ -155,7 +160,7 @@ def _build(spec: str, args: argparse.Namespace) -> Any:
 
     program = make_program(
         spec, model_id=args.model, judge_model_id=args.judge_model, examples=args.examples, docs=args.docs,
-        lookup_values=args.values == "on", **view_options(args),
+        lookup_values=args.values == "on", carried=args.carried, **view_options(args),
     )
     _ = program.lm, getattr(program, "judge_lm", None)  # built once here, not raced for by the threads
     return program

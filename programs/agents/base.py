@@ -33,6 +33,7 @@ from text2sql_dspy.programs.catalog.values import render_matches, schema_words, 
 from text2sql_dspy.programs.conversation import Conversation, History
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, CarriedPairs
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
@@ -47,7 +48,7 @@ from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
 from text2sql_dspy.programs.verdict import verdict_of
 
-SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "verifier"})  # copies of a program share these
+SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "verifier"})  # copies of a program share these
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
 logger = logging.getLogger(__name__)
 WARM_QUESTION = "How many rows are there?"  # what warm() drafts for: any question shares the prefix before it
@@ -82,6 +83,7 @@ class Text2SQLProgram(dspy.Module):
         docs: Path | str | None = None,
         verifier: Verifier | bool = True,
         cold_budget: int | None = None,
+        carried: CarriedPairs | Path | str | None = None,
     ):
         """``cold_budget``: on the embedded model, a schema over this many tokens whose prompt prefix no cache holds
         yet (a database no process has read) shows the linked tables of each question, as a schema over
@@ -92,11 +94,14 @@ class Text2SQLProgram(dspy.Module):
         the stored values like the question's words (:mod:`~..db.values`). ``docs``: column and table
         descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`).
         ``verifier``: what estimates the probability that an answer is right (:mod:`.verifier`): True for the one
-        shipped in the package, False for none (the program's own scores decide)."""
+        shipped in the package, False for none (the program's own scores decide). ``carried``: solved pairs over
+        other databases, the nearest shown to each question (:mod:`~..examples.carried_pairs`; a pool, or a folder in
+        Spider's layout); None shows none."""
         super().__init__()
         self.verifier = load_verifier() if verifier is True else (verifier or None)
         self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
+        self.carried = CarriedPairs.from_split(carried) if isinstance(carried, (str, Path)) else carried
         self.schema_budget = schema_budget
         self.cold_budget = cold_budget
         self.facts_budget = facts_budget
@@ -146,8 +151,9 @@ class Text2SQLProgram(dspy.Module):
             view = schema_view(source, question, retrieval_type=COLD_RETRIEVAL, top_k=self.top_k,
                                budget_tokens=self.cold_budget)
         notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
+        carried = self.carried.pairs(source, question) if self.carried is not None else []
         facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
-                               pairs=pairs, budget_tokens=self.facts_budget)
+                               pairs=pairs, carried=carried, budget_tokens=self.facts_budget)
         text = with_notes(view.text, notes, pairs=bool(pairs)) if notes or pairs else view.text
         return replace(view, text=text, facts=facts)
 
@@ -290,19 +296,24 @@ def _path_or_url(target: Path | str) -> Path | str:
 
 def question_facts(
     source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None,
-    history: str = "", pairs: list[StoredExample] | None = None, budget_tokens: int = DEFAULT_FACTS_BUDGET,
+    history: str = "", pairs: list[StoredExample] | None = None, carried: list[StoredExample] | None = None,
+    budget_tokens: int = DEFAULT_FACTS_BUDGET,
 ) -> str:
     """What the drafting step is told with the question: the conversation so far, the verified ``pairs`` (most
     similar first), the user's hint, then the stored values like its words (only in ``tables``, the ones the
     prompt shows, when given: a value in an unseen table only misleads; a single word the schema itself uses is
     the schema's, not a value: see :func:`~..values.schema_words`).
 
-    The conversation and the hint are the user's and are shown whole. The stored values, then the pairs, share
+    The conversation and the hint are the user's and are shown whole. The stored values, then the pairs, then the
+    ``carried`` pairs of other databases (under :data:`~..carried_pairs.CARRIED_HEADER`, first) share
     ``budget_tokens``: pairs are dropped, least similar first, to fit (:func:`~..selector.render_pairs`).
     """
     matches = ""
     index = value_index(source) if values else None
     if index is not None:
         matches = render_matches(index.lookup(question, tables=tables, names=schema_words(source.catalog)))
-    shown = render_pairs(pairs, budget_tokens - (estimated_tokens(matches) if matches else 0)) if pairs else ""
-    return "\n".join(part for part in (history, shown, f"Hint: {hint}" if hint else "", matches) if part)
+    left = budget_tokens - (estimated_tokens(matches) if matches else 0)
+    shown = render_pairs(pairs, left) if pairs else ""
+    left -= estimated_tokens(shown) if shown else 0
+    lent = render_pairs(carried, left, header=CARRIED_HEADER) if carried and left > 0 else ""
+    return "\n".join(part for part in (history, lent, shown, f"Hint: {hint}" if hint else "", matches) if part)

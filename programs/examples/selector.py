@@ -28,7 +28,8 @@ from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from text2sql_dspy.programs.retrieval.embedder import encode_texts
 from text2sql_dspy.programs.retrieval.schema_view import estimated_tokens
 
-__all__ = ["DEFAULT_K", "PAIRS_GUIDE", "ExampleSelector", "mask_question", "render_pairs", "with_notes"]
+__all__ = ["DEFAULT_K", "PAIRS_GUIDE", "ExampleSelector", "mask_question", "mask_words", "name_parts", "render_pairs",
+           "schema_name_parts", "with_notes"]
 
 DEFAULT_K = 4
 MASK, UNKNOWN = "<mask>", "<unk>"
@@ -108,21 +109,22 @@ class ExampleSelector:
         return np.stack([self._vectors[t] for t in texts])
 
 
-def render_pairs(pairs: Sequence[StoredExample], budget_tokens: int) -> str:
-    """``pairs`` (most similar first) as lines to show with the question, the most similar last, next to it.
+def render_pairs(pairs: Sequence[StoredExample], budget_tokens: int, header: str = PAIRS_HEADER) -> str:
+    """``pairs`` (most similar first) as lines under ``header`` to show with the question, the most similar last,
+    next to it.
 
     Pairs are taken most similar first while their lines fit ``budget_tokens`` (estimated); the most
     similar one is shown even if it alone does not fit. Empty without pairs.
     """
     blocks: list[str] = []
-    used = estimated_tokens(PAIRS_HEADER)
+    used = estimated_tokens(header)
     for pair in pairs:
         block = f"Question: {' '.join(pair.question.split())}\nSQL: {' '.join(pair.sql.split())}"
         used += estimated_tokens(block)
         if blocks and used > budget_tokens:
             break
         blocks.append(block)
-    return "\n\n".join([PAIRS_HEADER, *reversed(blocks)]) if blocks else ""
+    return "\n\n".join([header, *reversed(blocks)]) if blocks else ""
 
 
 def with_notes(schema_text: str, notes: list[str], *, pairs: bool = False) -> str:
@@ -136,9 +138,14 @@ def with_notes(schema_text: str, notes: list[str], *, pairs: bool = False) -> st
 
 
 def mask_question(question: str, source: DataSource) -> str:
-    """``question`` with words naming a table or column replaced by ``<mask>`` and numbers or quoted values by ``<unk>``."""
-    names = {part for name in _schema_names(source) for part in name.lower().split("_") if len(part) > 2}
-    names |= {name.lower() for name in _schema_names(source)}
+    """``question`` with words naming a table or column of ``source`` replaced by ``<mask>`` and numbers or quoted
+    values by ``<unk>``."""
+    return mask_words(question, schema_name_parts(source))
+
+
+def mask_words(question: str, names: set[str]) -> str:
+    """``question`` with the words in ``names`` (lower-cased name parts, :func:`name_parts`), or their singular,
+    replaced by ``<mask>`` and numbers or quoted values by ``<unk>``."""
     out = []
     for word in _words(question):
         bare = word.strip(".,;:!?()").lower()
@@ -151,8 +158,14 @@ def mask_question(question: str, source: DataSource) -> str:
     return " ".join(out)
 
 
-def _schema_names(source: DataSource) -> list[str]:
-    return [t.name for t in source.catalog.tables] + [c.name for t in source.catalog.tables for c in t.columns]
+def schema_name_parts(source: DataSource) -> set[str]:
+    """The lower-cased names of ``source``'s tables and columns, and their ``_``-separated parts of 3 letters or more."""
+    return name_parts([t.name for t in source.catalog.tables] + [c.name for t in source.catalog.tables for c in t.columns])
+
+
+def name_parts(names: list[str]) -> set[str]:
+    """``names`` lower-cased, and their ``_``-separated parts of 3 letters or more."""
+    return {part for name in names for part in name.lower().split("_") if len(part) > 2} | {n.lower() for n in names}
 
 
 def _words(text: str) -> list[str]:

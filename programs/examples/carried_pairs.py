@@ -1,0 +1,101 @@
+"""Solved questions carried from other databases: a pool of question -> SQL pairs, the nearest shown to each question.
+
+    pool = CarriedPairs.from_split("../shared/benchmarks/spider-train")   # Spider's layout: train.json, tables.json
+    pool.pairs(source, "How many heads of departments are older than 56?")  # the k nearest, most similar first
+
+Contract:
+
+* A pair is never shown on its own database (same ``db_id``): what it teaches is how a question of that shape is
+  answered, and on its own database it would be the answer.
+* Questions are compared with their schema words and literal values masked, each by its own database's names
+  (DAIL-SQL's question masking, :func:`~.selector.mask_words`), so pairs match on what is asked, not on which tables
+  it names. Similarity is the cosine of the MiniLM embeddings the table retriever and the store's selector use.
+* They reach the drafting step in its ``facts``, under :data:`CARRIED_HEADER`, which says whose names they are
+  (:func:`~.selector.render_pairs`); the asked database's own pairs, from its store, come after them, nearer the
+  question.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.examples.selector import mask_words, name_parts, schema_name_parts
+from text2sql_dspy.programs.examples.store import StoredExample
+from text2sql_dspy.programs.retrieval.embedder import encode_texts
+from text2sql_dspy.programs.source import DataSource
+
+__all__ = ["CARRIED_HEADER", "DEFAULT_K_CARRIED", "ORIGIN", "CarriedPairs"]
+
+DEFAULT_K_CARRIED = 3
+ORIGIN = "carried"
+CARRIED_HEADER = ("-- Solved questions over other databases: their tables and columns are not yours. Reuse how the "
+                  "SQL answers its question, with your own tables and columns:")
+
+
+class CarriedPairs:
+    """A pool of solved pairs over many databases and their masked-question embeddings (computed on first use)."""
+
+    def __init__(self, pairs: Sequence[StoredExample], masked: Sequence[str], *, k: int = DEFAULT_K_CARRIED):
+        """``pairs`` (``db_key`` holds each pair's ``db_id``) and ``masked``, each pair's question masked by its own
+        database's names, in the same order."""
+        if len(pairs) != len(masked):
+            raise ValueError("one masked question per pair")
+        self._pairs = list(pairs)
+        self._masked = list(masked)
+        self.k = k
+        self._matrix = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_split(cls, folder: Path | str, split: str = "train", *, k: int = DEFAULT_K_CARRIED) -> CarriedPairs:
+        """The pairs of ``folder/<split>.json`` (Spider's ``question``, ``query``, ``db_id``), masked by the names of
+        ``folder/tables.json``."""
+        folder = Path(folder)
+        try:
+            rows = json.loads((folder / f"{split}.json").read_text(encoding="utf-8"))
+            tables = json.loads((folder / "tables.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"cannot read solved pairs from {folder}: {exc}. Give a folder in Spider's layout "
+                f"({split}.json with question, query and db_id; tables.json with each database's names)."
+            ) from exc
+        names = {t["db_id"]: _spider_names(t) for t in tables}
+        pairs, masked = [], []
+        for i, row in enumerate(rows):
+            question, sql, db_id = (" ".join(str(row.get(key) or "").split()) for key in ("question", "query", "db_id"))
+            if question and sql and db_id:
+                pairs.append(StoredExample(i, db_id, "pair", question, sql, ORIGIN, ""))
+                masked.append(mask_words(question, names.get(db_id, set())))
+        return cls(pairs, masked, k=k)
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def pairs(self, source: DataSource, question: str) -> list[StoredExample]:
+        """The ``k`` pairs nearest ``question`` (masked by ``source``'s names) over databases other than ``source``'s,
+        most similar first."""
+        if self.k <= 0 or not self._pairs:
+            return []
+        scores = self._embeddings() @ encode_texts([mask_words(question, schema_name_parts(source))])[0]
+        ranked = (i for i in np.argsort(-scores, kind="stable") if self._pairs[i].db_key != source.db_id)
+        return [self._pairs[i] for _, i in zip(range(self.k), ranked)]
+
+    def _embeddings(self):
+        with self._lock:
+            if self._matrix is None:
+                self._matrix = np.asarray(encode_texts(self._masked))
+            return self._matrix
+
+
+def _spider_names(tables: dict) -> set[str]:
+    """The name parts a question over a database in Spider's ``tables.json`` is masked by (as
+    :func:`~.selector.schema_name_parts` reads a catalog)."""
+    names = list(tables.get("table_names_original") or [])
+    names += [column for _, column in tables.get("column_names_original") or [] if column != "*"]
+    return name_parts(names)

@@ -1,0 +1,116 @@
+"""Solved pairs carried from other databases: which ones a question is shown, how, and that their names stay theirs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dspy
+import pytest
+
+from text2sql_dspy.programs.agents.base import question_facts
+from text2sql_dspy.programs.agents.registry import make_program
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, CarriedPairs
+from text2sql_dspy.programs.examples.selector import PAIRS_HEADER, mask_words
+from text2sql_dspy.programs.examples.store import StoredExample
+from text2sql_dspy.programs.source import open_source
+from tests.fakes import logprob_lm, scripted_draft, scripted_verdict
+
+KENNELS = {"db_id": "kennels", "table_names_original": ["Dogs", "Owners"],
+           "column_names_original": [[-1, "*"], [0, "dog_id"], [0, "breed_name"], [1, "owner_id"], [1, "city"]]}
+ROWS = [
+    {"db_id": "kennels", "question": "How many dogs are there?", "query": "SELECT count(*) FROM Dogs"},
+    {"db_id": "kennels", "question": "Which city has the most owners?",
+     "query": "SELECT city FROM Owners GROUP BY city ORDER BY count(*) DESC LIMIT 1"},
+    {"db_id": "kennels", "question": "List the breed names of dogs, alphabetically.",
+     "query": "SELECT breed_name FROM Dogs ORDER BY breed_name"},
+    {"db_id": "tiny", "question": "How many users are suspended?",  # the asked database's own: never carried to it
+     "query": "SELECT count(*) FROM users WHERE status = 'suspended'"},
+]
+
+
+@pytest.fixture()
+def pool_folder(tmp_path: Path) -> Path:
+    (tmp_path / "train.json").write_text(json.dumps(ROWS))
+    (tmp_path / "tables.json").write_text(json.dumps([KENNELS]))
+    return tmp_path
+
+
+# (question, its database's name parts, masked)
+MASK_CASES = [
+    ("How many dogs are there?", {"dogs", "dog"}, "How many <mask> are there?"),
+    ("Owners in 'Paris' older than 30", {"owners"}, "<mask> in <unk> older than <unk>"),
+    ("Which breed_name is rarest?", {"breed_name", "breed", "name"}, "Which <mask> is rarest?"),
+    ("Nothing named here.", set(), "Nothing named here."),
+]
+
+
+@pytest.mark.parametrize(("question", "names", "masked"), MASK_CASES)
+def test_a_question_is_masked_by_its_own_databases_names(question: str, names: set[str], masked: str) -> None:
+    assert mask_words(question, names) == masked
+
+
+def test_the_nearest_pairs_of_other_databases_are_shown_never_the_asked_ones(pool_folder: Path, tiny_db: Path) -> None:
+    pool = CarriedPairs.from_split(pool_folder, k=2)
+    assert len(pool) == 4
+    shown = pool.pairs(open_source(tiny_db), "How many users are suspended?")
+    assert [p.db_key for p in shown] == ["kennels", "kennels"]
+    assert shown[0].sql == "SELECT count(*) FROM Dogs", "the nearest masked question ('How many <mask> ...') first"
+    assert CarriedPairs.from_split(pool_folder, k=0).pairs(open_source(tiny_db), "How many users?") == []
+
+
+@pytest.mark.parametrize("missing", ["train.json", "tables.json"])
+def test_a_folder_without_the_pool_names_the_layout_it_needs(pool_folder: Path, missing: str) -> None:
+    (pool_folder / missing).unlink()
+    with pytest.raises(ConfigurationError, match="Spider's layout"):
+        CarriedPairs.from_split(pool_folder)
+
+
+def _pair(question: str, sql: str, db: str) -> StoredExample:
+    return StoredExample(0, db, "pair", question, sql, "test", "")
+
+
+OWN = _pair("How many users are blocked?", "SELECT count(*) FROM blocks", "tiny")
+LENT = _pair("How many dogs are there?", "SELECT count(*) FROM Dogs", "kennels")
+
+# (own pairs, carried pairs, budget, the headers shown in order)
+FACTS_CASES = [
+    pytest.param([], [LENT], 300, [CARRIED_HEADER], id="carried alone"),
+    pytest.param([OWN], [LENT], 300, [CARRIED_HEADER, PAIRS_HEADER], id="carried first, own pairs nearer the question"),
+    pytest.param([OWN], [], 300, [PAIRS_HEADER], id="own alone, as before"),
+    pytest.param([OWN], [LENT], 30, [PAIRS_HEADER], id="own pairs fill the budget: nothing carried"),
+]
+
+
+@pytest.mark.parametrize(("own", "carried", "budget", "headers"), FACTS_CASES)
+def test_carried_pairs_take_what_the_own_pairs_leave(tiny_db: Path, own, carried, budget: int, headers: list[str]) -> None:
+    facts = question_facts(open_source(tiny_db), "How many rows?", values=False, pairs=own, carried=carried,
+                           budget_tokens=budget)
+    found = sorted((facts.index(h), h) for h in (CARRIED_HEADER, PAIRS_HEADER) if h in facts)
+    assert [h for _, h in found] == headers
+    assert ("FROM Dogs" in facts) is (CARRIED_HEADER in headers)
+
+
+def test_a_carried_pairs_names_never_reach_the_answer(pool_folder: Path, tiny_db: Path) -> None:
+    """The model copies the carried pair's table; the validator finds it unknown and the redraft is the answer.
+    The pairs come with the question, after the cached prefix."""
+    question = "How many users are suspended?"
+    good = "SELECT count(*) FROM users WHERE status = 'suspended'"
+    lm = logprob_lm({
+        "[[ ## sql_query ## ]]": scripted_verdict(0.9),
+        "unknown table 'Dogs'": scripted_draft(good, 0.9),  # the redraft, told of the unknown table
+        question: scripted_draft("SELECT count(*) FROM Dogs", 0.9),  # the first draft copies the carried pair
+    })
+    program = make_program("v2", db_path=tiny_db, retrieval_type="keyword", carried=pool_folder)
+    with dspy.context(lm=lm):
+        answer = program(question=question).answer
+    drafting = [r for r in lm.engine.requests if "[[ ## sql_query ## ]]" not in str(r.messages)]
+    assert drafting
+    for request in drafting:
+        system, user = str(request.system), request.messages[-1].text or ""
+        assert "CREATE TABLE users" in system
+        assert CARRIED_HEADER in user and "SELECT count(*) FROM Dogs" in user
+        assert CARRIED_HEADER not in system, "the cached prefix stays the same for every question"
+    assert answer.sql == good
+    assert all("dogs" not in (r.sql or "").lower() for r in answer.readings if r.chosen)
