@@ -114,3 +114,11 @@ def test_a_carried_pairs_names_never_reach_the_answer(pool_folder: Path, tiny_db
         assert CARRIED_HEADER not in system, "the cached prefix stays the same for every question"
     assert answer.sql == good
     assert all("dogs" not in (r.sql or "").lower() for r in answer.readings if r.chosen)
+
+
+def test_a_calibration_fitted_without_carried_pairs_is_not_applied_with_them(pool_folder: Path, tiny_db: Path) -> None:
+    plain = make_program("baseline", db_path=tiny_db, retrieval_type="keyword")
+    shown = make_program("baseline", db_path=tiny_db, retrieval_type="keyword", carried=pool_folder)
+    assert shown.calibration_name() != plain.calibration_name()
+    assert shown.calibration_name() == make_program("baseline", db_path=tiny_db, retrieval_type="keyword",
+                                                    carried=pool_folder).calibration_name()

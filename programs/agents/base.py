@@ -193,9 +193,12 @@ class Text2SQLProgram(dspy.Module):
     def calibration_name(self) -> str:
         """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes
         through (each predictor's instructions, fields and demos; the repair loop's, built only where it runs, aside),
-        so a calibration fitted with a compiled program never applies to the plain one, nor the other way round."""
+        so a calibration fitted with a compiled program never applies to the plain one, nor the other way round; and
+        the pool of carried pairs, which every draft is shown, by its size and ``k``."""
         prompts = {name: {k: v for k, v in predictor.dump_state().items() if k != "lm"}
                    for name, predictor in self.named_predictors() if not name.startswith("repair.")}
+        if self.carried is not None:
+            prompts["carried pairs"] = {"pairs": len(self.carried), "k": self.carried.k}
         digest = hashlib.sha256(json.dumps(prompts, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return f"{type(self).__name__}-{digest}"
 
