@@ -60,11 +60,24 @@ def test_the_nearest_pairs_of_other_databases_are_shown_never_the_asked_ones(poo
     assert CarriedPairs.from_split(pool_folder, k=0).pairs(open_source(tiny_db), "How many users?") == []
 
 
-@pytest.mark.parametrize("missing", ["train.json", "tables.json"])
-def test_a_folder_without_the_pool_names_the_layout_it_needs(pool_folder: Path, missing: str) -> None:
-    (pool_folder / missing).unlink()
-    with pytest.raises(ConfigurationError, match="Spider's layout"):
+@pytest.mark.parametrize(("file", "text", "message"), [
+    ("train.json", None, "Spider's layout"),
+    ("tables.json", None, "Spider's layout"),
+    ("train.json", "{not json", "Spider's layout"),
+    ("tables.json", '{"db_id": "kennels"}', "a JSON list"),
+])
+def test_a_folder_without_the_pool_names_the_layout_it_needs(pool_folder: Path, file: str, text, message: str) -> None:
+    if text is None:
+        (pool_folder / file).unlink()
+    else:
+        (pool_folder / file).write_text(text)
+    with pytest.raises(ConfigurationError, match=message):
         CarriedPairs.from_split(pool_folder)
+
+
+def test_malformed_rows_are_skipped(pool_folder: Path) -> None:
+    (pool_folder / "train.json").write_text(json.dumps([*ROWS, "not a pair", {"db_id": "kennels", "question": "?"}]))
+    assert len(CarriedPairs.from_split(pool_folder)) == len(ROWS)
 
 
 def _pair(question: str, sql: str, db: str) -> StoredExample:

@@ -65,9 +65,12 @@ class CarriedPairs:
                 f"cannot read solved pairs from {folder}: {exc}. Give a folder in Spider's layout "
                 f"({split}.json with question, query and db_id; tables.json with each database's names)."
             ) from exc
-        names = {t["db_id"]: _spider_names(t) for t in tables}
+        if not isinstance(rows, list) or not isinstance(tables, list):
+            raise ConfigurationError(f"cannot read solved pairs from {folder}: {split}.json and tables.json must each "
+                                     "hold a JSON list, as Spider's do.")
+        names = {t.get("db_id"): _spider_names(t) for t in tables if isinstance(t, dict)}
         pairs, masked = [], []
-        for i, row in enumerate(rows):
+        for i, row in enumerate(r if isinstance(r, dict) else {} for r in rows):
             question, sql, db_id = (" ".join(str(row.get(key) or "").split()) for key in ("question", "query", "db_id"))
             if question and sql and db_id:
                 pairs.append(StoredExample(i, db_id, "pair", question, sql, ORIGIN, ""))
