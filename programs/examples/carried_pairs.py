@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from text2sql_dspy.programs.dataset import gold_sql, tables_file
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.selector import mask_words, name_parts, schema_name_parts
 from text2sql_dspy.programs.examples.store import StoredExample
@@ -54,12 +55,13 @@ class CarriedPairs:
 
     @classmethod
     def from_split(cls, folder: Path | str, split: str = "train", *, k: int = DEFAULT_K_CARRIED) -> CarriedPairs:
-        """The pairs of ``folder/<split>.json`` (Spider's ``question``, ``query``, ``db_id``), masked by the names of
-        ``folder/tables.json``."""
+        """The pairs of ``folder/<split>.json`` (``question``, ``db_id`` and the gold query: Spider's ``query``, BIRD's
+        ``SQL``), masked by the names of the folder's tables file (:func:`~..dataset.tables_file`); a row without
+        them is skipped."""
         folder = Path(folder)
         try:
             rows = json.loads((folder / f"{split}.json").read_text(encoding="utf-8"))
-            tables = json.loads((folder / "tables.json").read_text(encoding="utf-8"))
+            tables = json.loads(tables_file(folder, split).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigurationError(
                 f"cannot read solved pairs from {folder}: {exc}. Give a folder in Spider's layout "
@@ -71,7 +73,8 @@ class CarriedPairs:
         names = {t.get("db_id"): _spider_names(t) for t in tables if isinstance(t, dict)}
         pairs, masked = [], []
         for i, row in enumerate(r if isinstance(r, dict) else {} for r in rows):
-            question, sql, db_id = (" ".join(str(row.get(key) or "").split()) for key in ("question", "query", "db_id"))
+            question, db_id = (" ".join(str(row.get(key) or "").split()) for key in ("question", "db_id"))
+            sql = " ".join(_gold_or_empty(row).split())
             if question and sql and db_id:
                 pairs.append(StoredExample(i, db_id, "pair", question, sql, ORIGIN, ""))
                 masked.append(mask_words(question, names.get(db_id, set())))
@@ -94,6 +97,13 @@ class CarriedPairs:
             if self._matrix is None:
                 self._matrix = np.asarray(encode_texts(self._masked))
             return self._matrix
+
+
+def _gold_or_empty(row: dict) -> str:
+    try:
+        return str(gold_sql(row))
+    except ConfigurationError:
+        return ""
 
 
 def _spider_names(tables: dict) -> set[str]:
