@@ -209,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     for w in (float(x) for x in args.weights.split(",") if x.strip()):
         label = f"hybrid w={w:g}" + (" (default)" if w == DEFAULT_KEYWORD_WEIGHT else "")
         builders[label] = lambda c, m, w=w: SemanticRetriever(c, m, keyword_weight=w)
+    # the default blend with the bare MiniLM cosine, as before the shipped question adapter
+    builders["default, no adapter"] = lambda c, m: SemanticRetriever(c, m, adapter=None)
 
     datasets = (spider_sets(args.spider, args.limit) if args.spider.is_dir() else []) + bundled_sets(args.limit)
     if args.only:

@@ -110,15 +110,15 @@ def questions_of(path: Path) -> list[dict]:
 
 def rows_of(catalog: Catalog, questions: list[dict], prefix: bool) -> list[dict]:
     """Per question: its database, gold tables (merged names) and each table's signals."""
-    retriever = SemanticRetriever(catalog)
+    retriever = SemanticRetriever(catalog, adapter=None)  # design A: the bare cosine
     names = {t.name.lower() for t in catalog.tables}
     out = []
     for q in questions:
         gold = {f"{q['db_id']}__{t}".lower() if prefix else t.lower() for t in tables_read(q["query"])}
         if not gold or not gold <= names:
             continue
-        out.append({"db": q["db_id"], "gold": gold, "signals": signals(retriever, catalog, q["question"]),
-                    "catalog": catalog})
+        out.append({"db": q["db_id"], "question": q["question"], "gold": gold,
+                    "signals": signals(retriever, catalog, q["question"]), "catalog": catalog})
     return out
 
 
@@ -130,17 +130,27 @@ def fit(rows: list[dict]):  # noqa: ANN201 - a scikit-learn model
     return LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced").fit(np.array(x), np.array(y))
 
 
-def scored(rows: list[dict], top_k: int, model=None, *, one_part: bool = False) -> dict[str, float]:  # noqa: ANN001
-    """Figures of the blend (``model`` None) or of ``model``; ``one_part``: only the tables in the top hit's part
-    of the schema (:func:`linked_parts`) and those no declared key links, where the top hit has a part."""
+def blend(row: dict) -> dict[str, float]:
+    """Design A: today's 0.5 cosine and 0.5 keyword score of each table."""
+    return {t: 0.5 * s["cosine"] + 0.5 * s["keyword"] for t, s in row["signals"].items()}
+
+
+def logistic(model):  # noqa: ANN001, ANN201 - a scikit-learn model in, a scorer out
+    """Design B: ``model``'s probability that each table is needed."""
+    def score(row: dict) -> dict[str, float]:
+        tables = list(row["signals"])
+        p = model.predict_proba(np.array([[row["signals"][t][n] for n in SIGNALS] for t in tables]))[:, 1]
+        return dict(zip(tables, map(float, p), strict=True))
+    return score
+
+
+def scored(rows: list[dict], top_k: int, score=blend, *, one_part: bool = False) -> dict[str, float]:  # noqa: ANN001
+    """Figures of ``score`` (a row to each table's score; the blend by default); ``one_part``: only the tables in
+    the top hit's part of the schema (:func:`linked_parts`) and those no declared key links, where the top hit has
+    a part."""
     every, recall, sizes, foreign = [], [], [], []
     for r in rows:
-        tables = list(r["signals"])
-        if model is None:
-            scores = {t: 0.5 * r["signals"][t]["cosine"] + 0.5 * r["signals"][t]["keyword"] for t in tables}
-        else:
-            p = model.predict_proba(np.array([[r["signals"][t][n] for n in SIGNALS] for t in tables]))[:, 1]
-            scores = dict(zip(tables, map(float, p), strict=True))
+        scores = score(r)
         if one_part:
             parts = r.setdefault("parts", linked_parts(r["catalog"]))
             top = parts.get(max(scores, key=lambda t: scores[t]).lower())
@@ -155,14 +165,63 @@ def scored(rows: list[dict], top_k: int, model=None, *, one_part: bool = False) 
             "tables shown": statistics.mean(sizes), "of other databases": statistics.mean(foreign)}
 
 
+def against(rows: list[dict], top_k: int, reference, other) -> str:  # noqa: ANN001 - two scorers
+    """Questions whose gold tables ``other`` shows all of where ``reference`` does not, the reverse, and the sign
+    test on them."""
+    from text2sql_dspy.optimize.report import paired_comparison
+
+    def each(score) -> list[dict]:  # noqa: ANN001
+        return [{"index": i, "correct": r["gold"] <= shown(r["catalog"], score(r), top_k)} for i, r in enumerate(rows)]
+
+    paired = paired_comparison(each(reference), each(other))
+    return f"{paired['gained']} gained, {paired['lost']} lost, sign test p = {paired['sign_test_p']:.3f}"
+
+
 def report(label: str, figures: dict[str, float]) -> None:
     print(f"  {label:34s} all gold shown {figures['all gold shown']:.3f}  recall {figures['recall']:.3f}  "
           f"tables shown {figures['tables shown']:.1f}, of other databases {figures['of other databases']:.1f}  "
           f"({figures['questions']} questions)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def fold_rows(train: Path, folds: int, limit: int | None) -> list[list[dict]]:
+    """spider-train's databases dealt into ``folds`` groups by name, each group merged into one catalog: per group,
+    the rows (:func:`rows_of`) of the first ``limit`` questions of each of its databases."""
+    questions = questions_of(train / "train.json")
+    dbs = sorted({q["db_id"] for q in questions})
+    by_db: dict[str, list[dict]] = defaultdict(list)
+    for q in questions:
+        if limit is None or len(by_db[q["db_id"]]) < limit:
+            by_db[q["db_id"]].append(q)
+    out = []
+    for f in range(folds):
+        members = dbs[f::folds]
+        catalog = merged(train, members)
+        out.append(rows_of(catalog, [q for db in members for q in by_db[db]], prefix=True))
+        print(f"fold {f}: {len(members)} databases, {len(catalog.tables)} tables, {len(out[-1])} questions",
+              flush=True)
+    return out
+
+
+def merged_rows(database: Path, questions: Path) -> list[dict]:
+    """The rows of a merged database's questions (``merge_schemas.py``'s dev.json, with own.json beside it naming
+    each question's own database, in order)."""
+    catalog = introspect_sqlite(database)
+    asked = questions_of(questions)
+    own = questions.with_name("own.json")
+    if own.is_file():
+        asked = [{**q, "db_id": o["db_id"]} for q, o in zip(asked, questions_of(own), strict=True)]
+    return rows_of(catalog, asked, prefix=False)
+
+
+def pooled(figures: list[dict[str, float]]) -> dict[str, float]:
+    """Per-fold figures averaged over all their questions."""
+    total = sum(f["questions"] for f in figures)
+    return {key: sum(f[key] * f["questions"] for f in figures) / total if key != "questions" else total
+            for key in figures[0]}
+
+
+def arguments(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--train", type=Path, required=True)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--top-k", type=int, default=5)
@@ -170,48 +229,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merged", type=Path, help="a merged SQLite database (merge_schemas.py) to score on too")
     parser.add_argument("--merged-questions", type=Path, help="its questions (merge_schemas.py's dev.json, with "
                         "own.json beside it naming each question's own database)")
-    args = parser.parse_args(argv)
-    questions = questions_of(args.train / "train.json")
-    dbs = sorted({q["db_id"] for q in questions})
-    group = {db: i % args.folds for i, db in enumerate(dbs)}
-    by_db: dict[str, list[dict]] = defaultdict(list)
-    for q in questions:
-        if args.limit is None or len(by_db[q["db_id"]]) < args.limit:
-            by_db[q["db_id"]].append(q)
-    folds = []
-    for f in range(args.folds):
-        members = [db for db in dbs if group[db] == f]
-        catalog = merged(args.train, members)
-        folds.append(rows_of(catalog, [q for db in members for q in by_db[db]], prefix=True))
-        print(f"fold {f}: {len(members)} databases, {len(catalog.tables)} tables, {len(folds[-1])} questions",
-              flush=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(__doc__.split("\n\n")[0]).parse_args(argv)
+    folds = fold_rows(args.train, args.folds, args.limit)
     every = [r for rows in folds for r in rows]
     held_out = [(rows, fit([r for g, other in enumerate(folds) if g != f for r in other]))
                 for f, rows in enumerate(folds)]
     for k in sorted({3, args.top_k}):
         print(f"\nout of fold, top {k} and the tables that join them:")
         report("A: today's blend", scored(every, k))
-        combined = [scored(rows, k, model) for rows, model in held_out]
-        total = sum(c["questions"] for c in combined)
-        report("B: fitted linker", {key: sum(c[key] * c["questions"] for c in combined) / total
-                                    if key != "questions" else total for key in combined[0]})
+        report("B: fitted linker", pooled([scored(rows, k, logistic(model)) for rows, model in held_out]))
         report("C: the blend, top hit's part only", scored(every, k, one_part=True))
     model = fit(every)
     print("\nB's weights, fitted on every fold (signals as given, not standardised):")
     for name, weight in zip(SIGNALS, model.coef_[0], strict=True):
         print(f"  {name:16s} {weight:+.3f}")
     if args.merged is not None and args.merged_questions is not None:
-        catalog = introspect_sqlite(args.merged)
-        asked = questions_of(args.merged_questions)
-        own = args.merged_questions.with_name("own.json")  # the same questions on their own databases, in order
-        if own.is_file():
-            asked = [{**q, "db_id": o["db_id"]} for q, o in zip(asked, questions_of(own), strict=True)]
-        rows = rows_of(catalog, asked, prefix=False)
-        print(f"\n{args.merged} ({len(catalog.tables)} tables):")
+        rows = merged_rows(args.merged, args.merged_questions)
+        print(f"\n{args.merged} ({len(rows[0]['catalog'].tables) if rows else 0} tables):")
         for k in sorted({3, args.top_k}):
             print(f"  top {k}:")
             report("A: today's blend", scored(rows, k))
-            report("B: fitted on spider-train", scored(rows, k, model))
+            report("B: fitted on spider-train", scored(rows, k, logistic(model)))
             report("C: the blend, top hit's part only", scored(rows, k, one_part=True))
     return 0
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
 from text2sql_dspy.programs.catalog.words import RETRIEVAL_STOPWORDS, stem
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.retrieval.adapter import QuestionAdapter, load_adapter
 from text2sql_dspy.programs.retrieval.embedder import encode_texts, load_embedder
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -60,6 +61,8 @@ RETRIEVAL_TYPES = ("semantic", "keyword")
 DEFAULT_KEYWORD_WEIGHT = 0.5
 #: How many tables foreign-key expansion may add beyond ``top_k``.
 EXPANSION_EXTRA = 3
+#: ``SemanticRetriever(adapter=SHIPPED)``: the question adapter the package ships (:func:`.adapter.load_adapter`).
+SHIPPED = object()
 #: Characters of a query that are looked at; the rest of a pasted essay adds nothing.
 MAX_QUERY_CHARS = 2000
 
@@ -256,7 +259,8 @@ class SemanticRetriever:
     ``score = (1 - keyword_weight) * cosine + keyword_weight * keyword`` where cosine is clipped
     to [0, 1] and keyword is :meth:`KeywordRetriever.scores` (BM25 over its upper bound). With
     ``keyword_weight=0`` the retriever is purely semantic. The default blend is 0.5/0.5
-    (``benchmarks/bench_retrieval.py`` compares blends).
+    (``benchmarks/bench_retrieval.py`` compares blends). The question's embedding is first moved by ``adapter``
+    (:mod:`.adapter`; the one the package ships unless told otherwise, None for the bare cosine).
     """
 
     def __init__(
@@ -265,11 +269,13 @@ class SemanticRetriever:
         model: SentenceTransformer | None = None,
         *,
         keyword_weight: float = DEFAULT_KEYWORD_WEIGHT,
+        adapter: QuestionAdapter | None | object = SHIPPED,
     ):
         if not 0.0 <= keyword_weight <= 1.0:
             raise ConfigurationError(f"keyword_weight must be in [0, 1], got {keyword_weight!r}.")
         self.catalog = catalog
         self.keyword_weight = float(keyword_weight)
+        self.adapter = load_adapter() if adapter is SHIPPED else adapter
         self.model = model if model is not None else load_embedder()
         self.keyword = KeywordRetriever(catalog)
         self._names = catalog.table_names
@@ -286,6 +292,8 @@ class SemanticRetriever:
             return {name: 0.0 for name in self._names}
         try:
             vector = self._encode([text])[0]
+            if self.adapter is not None:
+                vector = self.adapter.move(vector)
         except Exception:  # never fail a search over one odd query: fall back to keywords alone
             _log.warning("embedding the query failed; ranking by keywords only", exc_info=True)
             return {name: 0.0 for name in self._names}
