@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from fit_linker import against, arguments, blend, fold_rows, merged_rows, report, scored  # noqa: E402
 
-from text2sql_dspy.programs.retrieval.embedder import HUB_MODEL_ID, _bundled_model_path  # noqa: E402
+from text2sql_dspy.programs.retrieval.adapter import QuestionAdapter  # noqa: E402
+from text2sql_dspy.programs.retrieval.embedder import load_embedder  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import table_document  # noqa: E402
 
 SCALE = 20.0  # cosines times this are the logits of both losses
@@ -55,11 +56,12 @@ def documents(catalog) -> tuple[list[str], list[str]]:  # noqa: ANN001 - a Catal
 
 
 def stock_model():  # noqa: ANN201 - a SentenceTransformer
+    """The program's MiniLM, on every CPU this process may use (the program keeps it to one)."""
     import torch
-    from sentence_transformers import SentenceTransformer
 
+    model = load_embedder()
     torch.set_num_threads(len(os.sched_getaffinity(0)))
-    return SentenceTransformer(_bundled_model_path() or HUB_MODEL_ID, device="cpu")
+    return model
 
 
 def encode(model, texts: list[str]) -> np.ndarray:  # noqa: ANN001
@@ -122,14 +124,14 @@ def fit_adapter(model, rows: list[dict], *, steps: int = 300, penalty: float = 1
                            - torch.logsumexp(logits.masked_fill(~gold, -1e9), 1)).sum() / len(rows)
         loss.backward()
         optimiser.step()
-    return weight.detach().numpy().astype(np.float16).astype(np.float32)  # as shipped
+    shipped = QuestionAdapter(weight.detach().numpy())
+    return QuestionAdapter.from_json(shipped.to_json()).weight
 
 
 def adapter_cosines(model, weight: np.ndarray, rows: list[dict]) -> dict[int, dict[str, float]]:  # noqa: ANN001
     out = {}
     for tables, questions, group in embedded(model, rows):
-        moved = questions + questions @ weight
-        moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+        moved = QuestionAdapter(weight).move(questions)
         out.update(cosines_of(tables, moved, group, documents(group[0]["catalog"])[0]))
     return out
 
@@ -266,8 +268,6 @@ def main(argv: list[str] | None = None) -> int:
         compare(f"{args.merged} ({len(rows[0]['catalog'].tables) if rows else 0} tables)", rows,
                 cosines_by_design(model, training, rows, args), args.top_k)
     if args.write is not None:
-        from text2sql_dspy.programs.retrieval.adapter import QuestionAdapter
-
         QuestionAdapter(fit_adapter(model, training), {
             "sets": [args.train.name], "questions": len(training), "databases": len({r["db"] for r in training}),
             "command": "python benchmarks/tune_linker_embedder.py " + " ".join(argv or sys.argv[1:]),
