@@ -35,6 +35,10 @@ def records(run: Path, program: str) -> list[dict]:
     text = path.read_text() if path.is_file() else gzip.decompress((run / "records.jsonl.gz").read_bytes()).decode()
     found = [json.loads(line) for line in text.splitlines() if line.strip()]
     rows = sorted((r for r in found if r["program"] == program), key=lambda r: r["index"])
+    if not rows:
+        programs = ", ".join(sorted({str(r["program"]) for r in found})) or "none"
+        raise SystemExit(f"{run}: no records of program {program!r} (it holds: {programs}); pass --program "
+                         "(and --after-program for the second run)")
     for r in rows:
         r["key"] = (r.get("interaction"), r.get("turn"), r["question"])
     return rows

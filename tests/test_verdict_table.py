@@ -37,6 +37,12 @@ def test_common_reads_both_runs_on_the_questions_both_answered(
     assert tuple(lines["questions"]) == questions and tuple(lines["right"]) == right
 
 
+
+def test_a_run_without_the_programs_records_is_an_error_that_names_the_option(tmp_path: Path) -> None:
+    before, after = run(tmp_path / "before", [True]), run(tmp_path / "after", [True])
+    with pytest.raises(SystemExit, match="no records of program 'baseline'.*it holds: v2.*--program"):
+        table.main([str(before), str(after), "--program", "baseline"])
+
 def answer(right: bool, *readings: tuple[bool, list[str]]) -> dict:
     """An answer whose readings are (chosen, finding kinds)."""
     return {"correct": right, "readings": [{"chosen": chosen, "findings": [{"kind": k} for k in kinds]}

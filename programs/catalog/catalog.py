@@ -179,6 +179,20 @@ class Catalog(BaseModel):
                     links[b].add(a)
         return links
 
+    def parts(self) -> dict[str, int]:
+        """Each table with a declared foreign key (from it or to it), by lower-cased name: the number of the part of
+        the schema its keys link it to, directly or through other tables (tables no key links are left out)."""
+        links = {name: near for name, near in self.links().items() if near}
+        part: dict[str, int] = {}
+        for number, start in enumerate(name for name in links if name not in part):
+            todo, part[start] = [start], number
+            while todo:
+                for near in links[todo.pop()]:
+                    if near not in part:
+                        part[near] = number
+                        todo.append(near)
+        return part
+
     def neighbours(self, name: str) -> list[str]:
         """Tables joined to ``name`` by a foreign key, in either direction."""
         table = self.table(name)

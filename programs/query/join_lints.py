@@ -251,7 +251,7 @@ def unlinked_join(query: Query) -> list[Finding]:
     joins."""
     found, parts = [], None
     for condition, (one, _), (other, _) in column_equalities(query):
-        parts = parts if parts is not None else linked_parts(query.catalog)
+        parts = parts if parts is not None else query.catalog.parts()
         first, second = parts.get(one.table.name.lower()), parts.get(other.table.name.lower())
         if first is not None and second is not None and first != second:
             found.append(Finding(kind=Kind.UNLINKED_JOIN, where=condition.sql(dialect=query.dialect),
@@ -259,21 +259,6 @@ def unlinked_join(query: Query) -> list[Finding]:
                                          "directly or through other tables: check that these are the tables the "
                                          "question means"))
     return distinct(found)
-
-
-def linked_parts(catalog: Catalog) -> dict[str, int]:
-    """Each table with a declared foreign key (from it or to it), by lower-cased name: the number of the part of
-    the schema its keys link it to (tables that no key links are left out)."""
-    links = {name: near for name, near in catalog.links().items() if near}
-    part: dict[str, int] = {}
-    for number, start in enumerate(name for name in links if name not in part):
-        todo, part[start] = [start], number
-        while todo:
-            for near in links[todo.pop()]:
-                if near not in part:
-                    part[near] = number
-                    todo.append(near)
-    return part
 
 
 COUNTED = re.compile(r"\b(?:how many|number of|count)\b(.*)", re.IGNORECASE)
