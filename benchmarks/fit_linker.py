@@ -17,6 +17,8 @@ compete with those of about 27 others.
 
 - **C, the blend within one part**: today's blend, keeping only the tables in the part of the schema that declared
   keys link to its top hit, and the tables no declared key links.
+- **F, the blend within the part its top N vote for** (``--part-depths N ...``): as C, the part being the one whose
+  tables among the blend's top N score most in sum.
 
 Each takes the top ``--top-k`` and the tables that join them (``expand_with_foreign_keys``). Printed for each: the
 share of questions whose gold tables were all shown, the mean recall of gold tables, the mean number shown and how
@@ -41,7 +43,6 @@ import numpy as np  # noqa: E402
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table, introspect_sqlite  # noqa: E402
 from text2sql_dspy.programs.catalog.words import stem  # noqa: E402
-from text2sql_dspy.programs.query.join_lints import linked_parts  # noqa: E402
 from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     RetrievedTable,
@@ -77,7 +78,7 @@ def signals(retriever: SemanticRetriever, catalog: Catalog, question: str) -> di
     ranks = {name: {t: i for i, t in enumerate(sorted(scores, key=lambda t: -scores[t]))}
              for name, scores in (("cosine", cosine), ("keyword", keyword), ("blend", blend))}
     top = min(blend, key=lambda t: ranks["blend"][t])
-    parts = linked_parts(catalog)
+    parts = catalog.parts()
     top_part = parts.get(top.lower())
     asked = words(question)
     found = {}
@@ -144,16 +145,25 @@ def logistic(model):  # noqa: ANN001, ANN201 - a scikit-learn model in, a scorer
     return score
 
 
-def scored(rows: list[dict], top_k: int, score=blend, *, one_part: bool = False) -> dict[str, float]:  # noqa: ANN001
-    """Figures of ``score`` (a row to each table's score; the blend by default); ``one_part``: only the tables in
-    the top hit's part of the schema (:func:`linked_parts`) and those no declared key links, where the top hit has
-    a part."""
+def chosen_part(scores: dict[str, float], parts: dict[str, int], depth: int) -> int | None:
+    """The part of the schema (``Catalog.parts``) whose tables among the top ``depth`` score most in sum; None
+    where none of them has a part. ``depth=1`` is the top hit's part."""
+    tally: dict[int, float] = defaultdict(float)
+    for table in sorted(scores, key=lambda t: -scores[t])[:depth]:
+        if (part := parts.get(table.lower())) is not None:
+            tally[part] += scores[table]
+    return max(tally, key=lambda p: tally[p]) if tally else None
+
+
+def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0) -> dict[str, float]:  # noqa: ANN001
+    """Figures of ``score`` (a row to each table's score; the blend by default); ``one_part`` > 0: only the tables of
+    the part :func:`chosen_part` chooses among the top ``one_part``, and those no declared key links."""
     every, recall, sizes, foreign = [], [], [], []
     for r in rows:
         scores = score(r)
         if one_part:
-            parts = r.setdefault("parts", linked_parts(r["catalog"]))
-            top = parts.get(max(scores, key=lambda t: scores[t]).lower())
+            parts = r.setdefault("parts", r["catalog"].parts())
+            top = chosen_part(scores, parts, one_part)
             if top is not None:
                 scores = {t: v for t, v in scores.items() if parts.get(t.lower(), top) == top}
         got = shown(r["catalog"], scores, top_k)
@@ -227,6 +237,8 @@ def arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--limit", type=int, help="only the first N questions of each database")
     parser.add_argument("--merged", type=Path, help="a merged SQLite database (merge_schemas.py) to score on too")
+    parser.add_argument("--part-depths", type=int, nargs="*", default=[], help="design F: keep to the part of the "
+                        "schema that the top N tables vote for, by their summed scores (one figure per N)")
     parser.add_argument("--merged-questions", type=Path, help="its questions (merge_schemas.py's dev.json, with "
                         "own.json beside it naming each question's own database)")
     return parser
@@ -242,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nout of fold, top {k} and the tables that join them:")
         report("A: today's blend", scored(every, k))
         report("B: fitted linker", pooled([scored(rows, k, logistic(model)) for rows, model in held_out]))
-        report("C: the blend, top hit's part only", scored(every, k, one_part=True))
+        report("C: the blend, top hit's part only", scored(every, k, one_part=1))
+        for depth in args.part_depths:
+            report(f"F: the part the top {depth} vote for", scored(every, k, one_part=depth))
     model = fit(every)
     print("\nB's weights, fitted on every fold (signals as given, not standardised):")
     for name, weight in zip(SIGNALS, model.coef_[0], strict=True):
@@ -254,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  top {k}:")
             report("A: today's blend", scored(rows, k))
             report("B: fitted on spider-train", scored(rows, k, logistic(model)))
-            report("C: the blend, top hit's part only", scored(rows, k, one_part=True))
+            report("C: the blend, top hit's part only", scored(rows, k, one_part=1))
+            for depth in args.part_depths:
+                report(f"F: the part the top {depth} vote for", scored(rows, k, one_part=depth))
     return 0
 
 
