@@ -6,18 +6,23 @@ schema sits right after the instructions. So:
 * a database whose whole schema fits ``budget_tokens`` is shown whole, in catalog order: one text
   per database, evaluated once and then served from the cache (and from disk, across processes);
 * a larger one keeps retrieval, but the retrieved tables are rendered in catalog order, with no
-  per-question scores, so questions on the same tables share their prompt.
+  per-question scores, so questions on the same tables share their prompt;
+* where the retrieved tables fall in more than one part of the schema (tables that declared foreign keys link,
+  :meth:`~text2sql_dspy.programs.catalog.catalog.Catalog.parts`), only the top hit's part is rendered, whole
+  where it fits ``PART_BUDGET`` tokens, with the tables no key links; the other parts' tables are named after it,
+  without their columns (:func:`one_part`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.retrieval.retriever import RetrievedTable, make_retriever
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.programs.retrieval.retriever import make_retriever
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "SchemaView", "estimated_tokens",
-           "schema_view"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "PART_BUDGET", "SchemaView",
+           "estimated_tokens", "one_part", "schema_view"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
@@ -29,6 +34,8 @@ DEFAULT_COLD_BUDGET = 2500
 # Tokens of stored values and verified pairs shown with each question. Unlike the schema, they differ from
 # question to question, so every call reads them anew: on a CPU they are what a question's latency grows with.
 DEFAULT_FACTS_BUDGET = 300
+# Tokens within which the top hit's part of the schema is shown whole rather than by its retrieved tables.
+PART_BUDGET = 2500
 
 
 @dataclass(frozen=True)
@@ -45,18 +52,43 @@ def estimated_tokens(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1
 
 
+def one_part(catalog: Catalog, hits: list[RetrievedTable], budget_tokens: int = PART_BUDGET) -> tuple[set[str], list[str]]:
+    """The retrieved tables to render, and those only to name (lower-cased).
+
+    Where ``hits`` (top hit first) fall in one part of the schema, or the top hit is in none, all are rendered.
+    Else the top hit's part is rendered, whole if it fits ``budget_tokens`` and by its hits if not, with the hits no
+    declared key links; the hits of other parts are only named."""
+    names = {h.name.lower() for h in hits}
+    if not hits:
+        return names, []
+    parts = catalog.parts()
+    top = parts.get(hits[0].name.lower())
+    others = [h.name.lower() for h in hits if parts.get(h.name.lower(), top) != top]
+    if top is None or not others:
+        return names, []
+    members = [t for t in catalog.tables if parts.get(t.name.lower()) == top]
+    rendered = {h.name.lower() for h in hits if parts.get(h.name.lower(), top) == top}
+    if estimated_tokens("\n\n".join(t.render() for t in members)) <= budget_tokens:
+        rendered |= {t.name.lower() for t in members}
+    return rendered, others
+
+
 def schema_view(
     source: DataSource, question: str, *, retrieval_type: str = "semantic", top_k: int = 5,
-    budget_tokens: int = DEFAULT_SCHEMA_BUDGET,
+    budget_tokens: int = DEFAULT_SCHEMA_BUDGET, keep_to_one_part: bool = True,
 ) -> SchemaView:
-    """The whole schema if it fits ``budget_tokens``, else the top-k retrieved tables (see module docstring)."""
+    """The whole schema if it fits ``budget_tokens``, else the top-k retrieved tables, kept to the top hit's part of
+    the schema with ``keep_to_one_part`` (see module docstring)."""
     whole = source.whole_schema
     if estimated_tokens(whole) <= budget_tokens:
         return SchemaView(source.catalog.table_names, whole, whole=True)
     hits = make_retriever(source.catalog, retrieval_type).search(question, top_k)
-    join_only = {h.name for h in hits if h.via is not None}
-    chosen = {h.name for h in hits}
-    ordered = [t for t in source.catalog.tables if t.name in chosen]
-    blocks = [t.render(brief=t.name in join_only) for t in ordered]
+    join_only = {h.name.lower() for h in hits if h.via is not None}
+    rendered, named = one_part(source.catalog, hits) if keep_to_one_part else ({h.name.lower() for h in hits}, [])
+    ordered = [t for t in source.catalog.tables if t.name.lower() in rendered]
+    blocks = [t.render(brief=t.name.lower() in join_only) for t in ordered]
+    if named:
+        shown = [t.name for t in source.catalog.tables if t.name.lower() in set(named)]
+        blocks.append(f"-- Also in this database, not linked to the tables above by any key: {', '.join(shown)}")
     text = "\n\n".join(blocks) if blocks else "-- no matching tables"
     return SchemaView([t.name for t in ordered], source.with_header(text), whole=False)

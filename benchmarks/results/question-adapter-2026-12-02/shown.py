@@ -1,7 +1,7 @@
 """Per arm of run.sh: how often every gold table was shown, how many tables of another database, and whether the
 questions right in one arm only had their gold tables shown in both.
 
-    python benchmarks/results/question-adapter-2026-12-02/shown.py OUT
+    python benchmarks/results/question-adapter-2026-12-02/shown.py OUT [BEFORE-LABEL AFTER-LABEL]
 """
 
 import json
@@ -26,7 +26,8 @@ def shown(r):
 
 
 b, a = load("before"), load("after")
-for name, d in (("before (no adapter)", b), ("after (adapter)", a)):
+labels = sys.argv[2:4] if len(sys.argv) >= 4 else ["before (no adapter)", "after (adapter)"]
+for name, d in zip(labels, (b, a)):
     every = sum(gold(r) <= shown(r) for r in d.values())
     other = sum(sum(not t.startswith(own[i].lower() + "__") for t in shown(r)) for i, r in d.items()) / len(d)
     size = sum(len(shown(r)) for r in d.values()) / len(d)
