@@ -38,7 +38,7 @@ for r in v2:
     for reading in r["readings"]:
         if reading.get("chosen"):
             for finding in reading["findings"]:
-                findings[(finding["kind"] if isinstance(finding, dict) else finding, r["correct"])] += 1
+                findings[(finding["kind"], r["correct"])] += 1
 for empty, rs in sorted(groups.items()):
     mine = statistics.median(r["metrics"]["latency_s"] for r in rs)
     theirs = statistics.median(baseline[r["index"]]["metrics"]["latency_s"] for r in rs)

@@ -1,13 +1,12 @@
 #!/bin/bash
-# The same side-by-side run on turns spread over every SParC dev database: the first PER (default 2) conversations
-# of each, written to OUT/data/dev.json (SParC's own rows, in their order). Run from the repository root; resumable.
+# run.sh on turns spread over every SParC dev database: the first PER (default 2) conversations of each, written to
+# OUT/data/dev.json (SParC's own rows, in their order). Run from the repository root; resumable.
 #   bash benchmarks/results/latency-ratio-sparc-2026-12-02/spread.sh OUT [PER]
 # then: python benchmarks/verdict_table.py OUT/baseline OUT/v2 --program baseline --after-program v2
 OUT=${1:?usage: spread.sh OUT [PER]}
 PER=${2:-2}
-SHARED=../shared/benchmarks
 mkdir -p "$OUT/data"
-.venv/bin/python - "$SHARED/sparc-public/dev.json" "$OUT/data/dev.json" "$PER" <<'PY'
+.venv/bin/python - ../shared/benchmarks/sparc-public/dev.json "$OUT/data/dev.json" "$PER" <<'PY'
 import collections, json, sys
 rows, kept, seen = json.load(open(sys.argv[1])), [], collections.Counter()
 for row in rows:
@@ -17,9 +16,4 @@ for row in rows:
 json.dump(kept, open(sys.argv[2], "w"), indent=1)
 print(f"{len(kept)} conversations, {sum(len(r['interaction']) for r in kept)} turns, {len(seen)} databases")
 PY
-export TEXT2SQL_N_THREADS=1
-for program in baseline v2; do
-  .venv/bin/text2sql evaluate --data "$OUT/data" --databases $SHARED/spider-public --split dev \
-    --program $program --out "$OUT/$program" > "$OUT.$program.log" 2>&1 &
-done
-wait
+bash "$(dirname "$0")/run.sh" "$OUT" all "$OUT/data"
