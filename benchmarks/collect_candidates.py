@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import sys
 import traceback
@@ -48,7 +47,8 @@ from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, positive_int
 from text2sql_dspy.programs.conversation import Turn
-from text2sql_dspy.programs.dataset import load_split, scoring_of
+from text2sql_dspy.programs.dataset import is_turn, load_split, scoring_of
+from text2sql_dspy.programs.dataset import per_database as first_per_database  # its option's name here
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.query.results import Scoring
 
@@ -67,33 +67,12 @@ def build_program(lm: Any = None, **options: Any) -> ReActAgentV2:
                         max_judge_calls=JUDGE_CALLS, **options)
 
 
-def is_turn(example: Any) -> bool:
-    """Whether ``example`` is a turn of a conversation (it carries its ``interaction`` and ``turn``)."""
-    return example.get("turn") is not None
-
-
 def selected(examples: list, per_database: int | None = None, *, shuffled: bool = False) -> list[tuple[int, Any]]:
-    """Each example with its index in ``examples``, in order; with ``per_database``, only those among the first
-    ``per_database`` questions of their database (for turns: every turn of the first ``per_database``
-    conversations); ``shuffled``: first in a fixed order of each database's own (:func:`drawn_first`) rather than
-    the split's, whose first questions are a database's easiest."""
+    """Each example with its index in ``examples``, in order; with ``per_database``, only those
+    :func:`~text2sql_dspy.programs.dataset.per_database` keeps."""
     if per_database is None:
         return list(enumerate(examples))
-    units: dict[str, list] = {}  # db_id -> its questions (conversations), in the split's order
-    for index, example in enumerate(examples):
-        unit = ("conversation", example.interaction) if is_turn(example) else index
-        if unit not in units.setdefault(example.db_id, []):
-            units[example.db_id].append(unit)
-    kept = {db: set(sorted(found, key=lambda u: drawn_first(db, u))[:per_database] if shuffled
-                    else found[:per_database]) for db, found in units.items()}
-    return [(index, example) for index, example in enumerate(examples)
-            if (("conversation", example.interaction) if is_turn(example) else index) in kept[example.db_id]]
-
-
-def drawn_first(db_id: str, unit: Any) -> str:
-    """A question's (conversation's) place in its database's fixed shuffled order: a digest of its database and its
-    index, so that more per database keeps the ones before and adds others."""
-    return hashlib.sha256(f"{db_id}/{unit}".encode()).hexdigest()
+    return [(index, examples[index]) for index in first_per_database(examples, per_database, shuffled=shuffled)]
 
 
 def plan(chosen: list[tuple[int, Any]], done: dict[int, dict]) -> str:

@@ -36,7 +36,7 @@ from text2sql_dspy.programs.command import (
     positive_int,
     view_options,
 )
-from text2sql_dspy.programs.dataset import load_split, scoring_of
+from text2sql_dspy.programs.dataset import load_split, per_database, scoring_of
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
 from text2sql_dspy.programs.query.results import Scoring
@@ -54,7 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--program", action="append", dest="programs",
         help=f"baseline, v1, v2 or a compiled .json; repeat to compare (default: {DEFAULT_PROGRAM})",
     )
-    parser.add_argument("--limit", type=positive_int, help="only the first N questions")
+    parser.add_argument("--limit", type=positive_int, help="only the first N questions (after --per-database)")
+    parser.add_argument("--per-database", type=positive_int, metavar="N",
+                        help="only the first N questions of each database (in conversations: its first N "
+                        "conversations), so that no one database fills a sample")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
     parser.add_argument("--judge-model", help="judge LM for v2 (default: TEXT2SQL_JUDGE_MODEL, else the agent's)")
     add_view_arguments(parser)
@@ -75,12 +78,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (rerun with the same --out to resume)")
 
 
+def selected(args: argparse.Namespace) -> list:
+    """The questions ``args`` asks for: the split, each database's first ``--per-database``, the first ``--limit``."""
+    if not args.per_database:
+        return load_split(args.data, args.split, limit=args.limit, databases=args.databases)
+    examples = load_split(args.data, args.split, databases=args.databases)
+    return [examples[i] for i in per_database(examples, args.per_database)][: args.limit]
+
+
 def evaluate(args: argparse.Namespace) -> int:
     from text2sql_dspy.optimize.report import summarize, write_report
     from text2sql_dspy.programs.llm.llama_engine import clear_shared_caches
 
     programs = args.programs or [DEFAULT_PROGRAM]
-    examples = load_split(args.data, args.split, limit=args.limit, databases=args.databases)
+    examples = selected(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
@@ -92,6 +103,8 @@ def evaluate(args: argparse.Namespace) -> int:
         run["evidence"] = "on"
     if args.values == "off":
         run["values"] = "off"
+    if args.per_database:
+        run["per database"] = args.per_database
     conversations = any(ex.get("turn") is not None for ex in examples)
     history = conversations and args.history == "on"
     if conversations:
@@ -330,9 +343,13 @@ def _check_resumable(out: Path, run: dict[str, str]) -> None:
         return
     previous = json.loads(marker.read_text())
     setting = {k: v for k, v in run.items() if k not in SCORING_KEYS}
-    if {k: v for k, v in previous.items() if k not in SCORING_KEYS} != setting:
+    before_setting = {k: v for k, v in previous.items() if k not in SCORING_KEYS}
+    if before_setting != setting:
+        differ = "; ".join(f"{k}: {before_setting.get(k, 'none')} there, {setting.get(k, 'none')} here"
+                           for k in sorted({*before_setting, *setting}) if before_setting.get(k) != setting.get(k))
         raise Text2SQLError(
-            f"{out} holds a run on {previous.get('data')} ({previous.get('split')}); use another --out for this one."
+            f"{out} holds a run on {previous.get('data')} ({previous.get('split')}) with other settings ({differ}); "
+            "use another --out for this one."
         )
     before = previous.get("scoring", Scoring.SPIDER.value)
     if before != run["scoring"]:

@@ -25,6 +25,7 @@ rule, rows as sets; any other (Spider, SParC, the bundled data) by Spider's test
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -143,6 +144,37 @@ def load_split(
     if limit is not None:
         records = records.select(range(min(limit, len(records))))
     return [_to_example(where, r, split) for r in records]
+
+
+def per_database(examples: list, n: int, *, shuffled: bool = False) -> list[int]:
+    """The indexes of ``examples`` among the first ``n`` questions of their database (for turns of a conversation:
+    every turn of its database's first ``n`` conversations), in the split's order. ``shuffled``: first in a fixed
+    order of each database's own (:func:`drawn_first`) rather than the split's, whose first questions are often a
+    database's easiest; more per database keeps the ones before."""
+    units: dict[str, list] = {}  # db_id -> its questions (conversations), in the split's order
+    for index, example in enumerate(examples):
+        unit = _unit(index, example)
+        if unit not in units.setdefault(example.db_id, []):
+            units[example.db_id].append(unit)
+    kept = {db: set(sorted(found, key=lambda u: drawn_first(db, u))[:n] if shuffled else found[:n])
+            for db, found in units.items()}
+    return [index for index, example in enumerate(examples) if _unit(index, example) in kept[example.db_id]]
+
+
+def drawn_first(db_id: str, unit: object) -> str:
+    """A question's (conversation's) place in its database's fixed shuffled order: a digest of its database and its
+    index (its conversation)."""
+    return hashlib.sha256(f"{db_id}/{unit}".encode()).hexdigest()
+
+
+def is_turn(example: dspy.Example) -> bool:
+    """Whether ``example`` is a turn of a conversation (it carries its ``interaction`` and ``turn``)."""
+    return example.get("turn") is not None
+
+
+def _unit(index: int, example: dspy.Example) -> object:
+    """What :func:`per_database` counts: a question by its index, a turn by its conversation."""
+    return ("conversation", example.interaction) if is_turn(example) else index
 
 
 def _turns(folder: Path, interactions: list[dict], split: str, limit: int | None) -> list[dspy.Example]:

@@ -124,3 +124,40 @@ def test_a_record_without_gold_sql_names_both_keys(tmp_path: Path, tiny_db: Path
     folder = bird_download(tmp_path, tiny_db, [{"db_id": "tiny", "question": "q", "evidence": "", "SQL": ""}])
     with pytest.raises(ConfigurationError, match="'query' \\(Spider\\) or 'SQL' \\(BIRD\\)"):
         load_split(folder, "dev")
+
+
+def _questions(*db_ids: str) -> list:
+    import dspy
+
+    return [dspy.Example(db_id=db, question=f"q{i}") for i, db in enumerate(db_ids)]
+
+
+def _turns(*conversations: tuple[str, int]) -> list:
+    import dspy
+
+    return [dspy.Example(db_id=db, question=f"c{c}t{t}", interaction=c, turn=t)
+            for c, (db, turns) in enumerate(conversations) for t in range(turns)]
+
+
+@pytest.mark.parametrize(("examples", "n", "kept"), [
+    (_questions("a", "a", "a", "b", "b"), 1, [0, 3]),
+    (_questions("a", "a", "a", "b", "b"), 2, [0, 1, 3, 4]),
+    (_questions("a", "b", "a", "b", "a"), 2, [0, 1, 2, 3]),  # the split's order, databases interleaved
+    (_questions("a", "a"), 5, [0, 1]),  # a database with fewer keeps them all
+    (_turns(("a", 2), ("a", 3), ("b", 1)), 1, [0, 1, 5]),  # turns: every turn of the first conversations
+    (_turns(("a", 2), ("a", 3), ("b", 1)), 2, [0, 1, 2, 3, 4, 5]),
+])
+def test_per_database_keeps_each_databases_first(examples: list, n: int, kept: list[int]) -> None:
+    from text2sql_dspy.programs.dataset import per_database
+
+    assert per_database(examples, n) == kept
+
+
+def test_per_database_shuffled_is_fixed_nested_and_not_the_splits_first() -> None:
+    from text2sql_dspy.programs.dataset import per_database
+
+    examples = _questions(*(["a"] * 20 + ["b"] * 20))
+    one, three = (per_database(examples, n, shuffled=True) for n in (1, 3))
+    assert [examples[i].db_id for i in three] == ["a"] * 3 + ["b"] * 3
+    assert set(one) < set(three) and per_database(examples, 3, shuffled=True) == three
+    assert set(three) != {0, 1, 2, 20, 21, 22}

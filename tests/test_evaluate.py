@@ -306,4 +306,26 @@ def test_a_run_on_other_data_is_refused_whatever_its_rule(tmp_path: Path, tiny_d
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"data": "/elsewhere", "split": "test", "scoring": "bird"}))
     assert evaluation.main(["--data", str(data), "--out", str(out)]) == 2
-    assert "holds a run on /elsewhere (test); use another --out" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds a run on /elsewhere (test) with other settings (data: /elsewhere there" in err
+    assert "use another --out" in err and "scoring" not in err  # the rule is no reason to refuse
+
+
+def test_per_database_answers_each_databases_first_questions_and_resumes_only_with_the_same(
+        tmp_path: Path, tiny_db: Path, capsys) -> None:
+    data, out = spider_folder(tmp_path, tiny_db), tmp_path / "run"
+    questions = json.loads((data / "test.json").read_text())
+    other = data / "database" / "other"
+    other.mkdir()
+    (other / "other.sqlite").write_bytes((data / "database" / "tiny" / "tiny.sqlite").read_bytes())
+    (data / "test.json").write_text(json.dumps([*questions, *({**q, "db_id": "other"} for q in questions)]))
+    argv = ["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)]
+    with dspy.context(lm=DummyLM([draft(QUESTIONS[0][1]), draft(QUESTIONS[0][1])])):
+        assert evaluation.main([*argv, "--per-database", "1"]) == 0
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [(r["db_id"], r["question"], r["correct"]) for r in records] == [
+        ("tiny", QUESTIONS[0][0], True), ("other", QUESTIONS[0][0], True)]
+    assert json.loads((out / "run.json").read_text())["per database"] == 1
+    capsys.readouterr()
+    assert evaluation.main([*argv, "--per-database", "2"]) == 2
+    assert "per database: 1 there, 2 here" in capsys.readouterr().err
