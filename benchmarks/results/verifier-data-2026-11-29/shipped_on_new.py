@@ -8,21 +8,23 @@ every judged group (full rows) and each question's likeliest group, as V2 would 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
 from fit_verifier import auc, examples, shown  # noqa: E402
 
-from text2sql_dspy.programs.agents.verifier import load_verifier  # noqa: E402
+from text2sql_dspy.programs.agents.verifier import Verifier, load_verifier  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--data-root", action="append", type=Path, default=[])
+    parser.add_argument("--verifier", type=Path, help="a verifier file (default: the one shipped in the package)")
     args = parser.parse_args()
-    verifier = load_verifier()
+    verifier = Verifier.from_json(json.loads(args.verifier.read_text())) if args.verifier else load_verifier()
     rows, right, final = [], [], []
     for question in examples(args.files, args.data_root):
         scored = [(verifier.full.probability(r), y) for r, y in question["full"]]
