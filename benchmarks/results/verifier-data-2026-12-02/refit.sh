@@ -32,3 +32,8 @@ done > $D/refit-rescored.txt
 .venv/bin/python benchmarks/replay_choice.py $R/sparc --databases $CLEAN --verifier $SHIPPED \
     --verifier "$OUT" $ROOTS 2>&1 | quiet >> $D/refit-replayed.txt
 tail -n 14 $D/refit-fit.txt; cat $D/shipped-on-train.txt $D/refit-rescored.txt $D/refit-replayed.txt
+# the second design for the text signal, hashed (question word, query token) pairs stacked on the full model
+# shellcheck disable=SC2086
+.venv/bin/python benchmarks/results/verifier-pair-2026-11-29/pair_model.py $FILES --data-root $B/spider-train 2>&1 \
+    | quiet > $D/pair-model.txt
+cat $D/pair-model.txt
