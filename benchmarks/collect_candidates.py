@@ -48,7 +48,7 @@ from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, positive_int
 from text2sql_dspy.programs.conversation import Turn
 from text2sql_dspy.programs.dataset import is_turn, load_split, scoring_of
-from text2sql_dspy.programs.dataset import per_database as first_per_database  # its option's name here
+from text2sql_dspy.programs.dataset import per_database as first_per_database  # `per_database` names the option here
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.query.results import Scoring
 

@@ -36,7 +36,7 @@ from text2sql_dspy.programs.command import (
     positive_int,
     view_options,
 )
-from text2sql_dspy.programs.dataset import load_split, per_database, scoring_of
+from text2sql_dspy.programs.dataset import is_turn, load_split, per_database, scoring_of
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
 from text2sql_dspy.programs.query.results import Scoring
@@ -105,7 +105,7 @@ def evaluate(args: argparse.Namespace) -> int:
         run["values"] = "off"
     if args.per_database:
         run["per database"] = args.per_database
-    conversations = any(ex.get("turn") is not None for ex in examples)
+    conversations = any(is_turn(ex) for ex in examples)
     history = conversations and args.history == "on"
     if conversations:
         run["history"] = "on" if history else "off"
@@ -212,7 +212,7 @@ def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool
     """Answer and score one question by ``scoring``'s rule (with ``evidence``, its evidence as the hint; in a
     conversation, with the ``history`` of its earlier turns); a failure is recorded, never raised."""
     record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
-    if example.get("turn") is not None:
+    if is_turn(example):
         record.update(interaction=example.interaction, turn=example.turn, history_turns=len(history or []))
     hint = str(example.get("evidence") or "") if evidence else ""
     if hint:
