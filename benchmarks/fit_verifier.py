@@ -29,6 +29,7 @@ from text2sql_dspy.programs.agents.verifier import (
 )
 from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.calibration import sure_threshold
+from text2sql_dspy.programs.query.findings import BLOCKING
 from text2sql_dspy.programs.source import open_source
 
 GAIN = 0.01  # a model keeps the judge, the question-against-query features or the follow-up features only where they
@@ -52,6 +53,18 @@ def rechecked(reading: Reading, question: str, db: Path, previous: str = "") -> 
     return reading.model_copy(update={"findings": list(check.findings), "valid": check.valid})
 
 
+def returns_nothing(reading: Reading) -> bool:
+    """Whether a reading gives no answer: it did not run, failed, has no rows, or only NULLs."""
+    preview = reading.preview
+    return (preview is None or preview.error is not None or not preview.rows
+            or all(v is None for row in preview.rows for v in row))
+
+
+def blocked(reading: Reading) -> bool:
+    """Whether a finding says the reading cannot be right as it stands (:data:`~..findings.BLOCKING`)."""
+    return not BLOCKING.isdisjoint(f.kind for f in reading.findings)
+
+
 def lines(file: Path) -> list[str]:
     """The lines of a collected file: JSONL, gzip-compressed where its name ends with ``.gz``; blank lines left out."""
     with (gzip.open(file, "rt", encoding="utf-8") if file.suffix == ".gz" else file.open(encoding="utf-8")) as fh:
@@ -66,8 +79,9 @@ def previous_queries(records: list[dict]) -> dict[tuple, str]:
 
 
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
-    """Per question: its database, the early row (the greedy draft), the full rows (each judged result group) and
-    their texts (question, query, the query before it)."""
+    """Per question: its database, the early row (the greedy draft), the full rows (each judged result group), their
+    texts (question, query, the query before it), and what V2's choice reads besides the probability: whether each
+    group (``passed``) and the greedy draft (``early_passed``) is clear of blocking findings and returns rows."""
     seen: set[tuple] = set()  # a question collected into two files (a shuffled pick among the first) counts once
     for file in files:
         records = [json.loads(line) for line in lines(file)]
@@ -93,7 +107,9 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
             full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups), previous=previous),
                      right[r.sql]) for r in groups]
             yield {"db": record["db_id"], "early": early, "full": full, "turn": turn, "file": file,
-                   "texts": [(answer.question, r.sql, previous) for r in groups]}
+                   "texts": [(answer.question, r.sql, previous) for r in groups],
+                   "passed": [not blocked(r) and not returns_nothing(r) for r in groups],
+                   "early_passed": first is not None and not blocked(first) and not returns_nothing(first)}
 
 
 def auc(scores: list[float], right: list[bool]) -> float | None:

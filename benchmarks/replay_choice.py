@@ -19,21 +19,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import rechecked  # noqa: E402
+from fit_verifier import blocked, rechecked, returns_nothing  # noqa: E402
 from rescore_verifier import answers_of, arguments, verifiers_of  # noqa: E402
 
 from text2sql_dspy.optimize.metrics import compare_execution  # noqa: E402
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import Verifier  # noqa: E402
 from text2sql_dspy.programs.answer import Reading  # noqa: E402
-from text2sql_dspy.programs.query.findings import BLOCKING  # noqa: E402
 from text2sql_dspy.programs.query.results import Scoring  # noqa: E402
-
-
-def returns_nothing(reading: Reading) -> bool:
-    preview = reading.preview
-    return (preview is None or preview.error is not None or not preview.rows
-            or all(v is None for row in preview.rows for v in row))
 
 
 def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | None:
@@ -46,7 +39,7 @@ def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | N
         return record.get("sql") or ""
     greedy = next((s.get("sql") for s in record.get("steps") or [] if s.get("kind") == "draft"), "")
     first = next((r for r in readings if r.sql == greedy), None)
-    if first is not None and not returns_nothing(first) and not ({f.kind for f in first.findings} & BLOCKING):
+    if first is not None and not returns_nothing(first) and not blocked(first):
         p = verifier.probability(first, question, early=True, previous=previous)
         if p >= verifier.early_sure:
             return first.sql
@@ -56,7 +49,7 @@ def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | N
 
     def key(r: Reading) -> tuple[bool, bool, float]:
         p = verifier.probability(r, question, drafts=drafts, groups=len(readings), previous=previous)
-        return bool({f.kind for f in r.findings} & BLOCKING), returns_nothing(r), -p
+        return blocked(r), returns_nothing(r), -p
 
     return min(readings, key=key).sql
 

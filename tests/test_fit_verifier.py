@@ -44,17 +44,21 @@ def collected(path: Path, lines: list[dict]) -> Path:
     return path
 
 
+def fixture(tiny_db: Path, root: Path) -> tuple[Path, Path]:
+    """Six databases under ``root`` (copies of ``tiny_db``), and two collected files over them: 36 single questions
+    and 12 conversation turns."""
+    databases = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    for db_id in databases:
+        (root / "database" / db_id).mkdir(parents=True)
+        shutil.copy(tiny_db, root / "database" / db_id / f"{db_id}.sqlite")
+    return (collected(root / "spider-train.jsonl.gz", [record(i, databases[i % 6]) for i in range(36)]),
+            collected(root / "cosql-train.jsonl.gz", [record(i, databases[i % 6], turn=i % 2) for i in range(12)]))
+
+
 def test_the_fit_writes_a_verifier_that_loads_says_what_it_was_fitted_on_and_refits_byte_for_byte(
     tiny_db: Path, tmp_path: Path
 ) -> None:
-    databases = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
-    for db_id in databases:
-        (tmp_path / "database" / db_id).mkdir(parents=True)
-        shutil.copy(tiny_db, tmp_path / "database" / db_id / f"{db_id}.sqlite")
-    singles = collected(tmp_path / "spider-train.jsonl.gz",
-                        [record(i, databases[i % 6]) for i in range(36)])
-    turns = collected(tmp_path / "cosql-train.jsonl.gz",
-                      [record(i, databases[i % 6], turn=i % 2) for i in range(12)])
+    singles, turns = fixture(tiny_db, tmp_path)
     outs = [tmp_path / "first.json", tmp_path / "again.json"]
     for out in outs:
         assert fit.main([str(singles), str(turns), "--data-root", str(tmp_path), "--out", str(out)]) == 0

@@ -1,0 +1,49 @@
+"""A refit against the shipped verifier on training answers, out of fold (benchmarks/replay_training.py): V2's choice
+as a table (the first draft where the early model is sure and it passes, else the likeliest group that passes), and
+a run over a small fixture that replays every question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import script
+from tests.test_fit_verifier import fixture
+
+replay = script("benchmarks/replay_training.py")
+fit = script("benchmarks/fit_verifier.py")
+
+
+def question(*groups: tuple[bool, bool], early: bool | None = True, early_passed: bool = True) -> dict:
+    """A collected question: each group (right, passes: clear of blocking findings and returning rows); the greedy
+    draft's row right or wrong as ``early`` (None: no early row)."""
+    return {"early": None if early is None else ({}, early), "early_passed": early_passed,
+            "full": [({}, right) for right, _ in groups], "passed": [passes for _, passes in groups]}
+
+
+@pytest.mark.parametrize(("found", "early_p", "full_p", "chosen"), [
+    (question((False, True), (True, True), early=True), 0.95, [0.9, 0.1], replay.Choice(0.95, True, True)),  # sure
+    (question((False, True), (True, True), early=True), 0.5, [0.2, 0.8], replay.Choice(0.8, False, True)),  # sampled
+    (question((False, True), (True, True), early_passed=False), 0.95, [0.9, 0.1],  # the sure draft returns nothing
+     replay.Choice(0.9, False, False)),
+    (question((False, False), (True, True)), 0.5, [0.9, 0.4], replay.Choice(0.4, False, True)),  # blocked loses
+    (question((False, False), (True, False)), 0.5, [0.3, 0.6], replay.Choice(0.6, False, True)),  # neither passes
+    (question(early=None), None, [], None),  # no reading that ran
+])
+def test_the_replayed_choice(found: dict, early_p: float | None, full_p: list[float], chosen) -> None:
+    assert replay.choose(found, early_p, full_p, early_sure=0.9) == chosen
+
+
+def test_a_refit_is_replayed_against_the_shipped_file_on_every_question(
+    tiny_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, roots = [str(f) for f in fixture(tiny_db, tmp_path)], ["--data-root", str(tmp_path)]
+    assert fit.main([*files, *roots, "--out", str(tmp_path / "refit.json")]) == 0
+    capsys.readouterr()
+    assert replay.main([*files, *roots, "--refit", str(tmp_path / "refit.json"),
+                        "--shipped", str(tmp_path / "refit.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "48 questions and turns over 6 databases" in printed
+    assert printed.count(": 48 answers, ") == 2  # the shipped file's replay, and the refit's out of fold
+    assert "the refit's choice against the shipped file's:" in printed
