@@ -106,7 +106,7 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
                          right[first.sql])
             full = [(features(r, answer.question, drafts=answer.drafts, groups=len(groups), previous=previous),
                      right[r.sql]) for r in groups]
-            yield {"db": record["db_id"], "early": early, "full": full, "turn": turn, "file": file,
+            yield {"key": key, "db": record["db_id"], "early": early, "full": full, "turn": turn, "file": file,
                    "texts": [(answer.question, r.sql, previous) for r in groups],
                    "passed": [not blocked(r) and not returns_nothing(r) for r in groups],
                    "early_passed": first is not None and not blocked(first) and not returns_nothing(first)}
