@@ -183,6 +183,13 @@ ATTENDANCE = "'attendance' is a table, not a column: count its rows ({}), or rea
         # a table of the query has a column of that name: the qualifier is wrong, not the name
         ("SELECT T1.major FROM event T1 JOIN member T2 ON T1.event_id = T2.member_id", "unknown column 'T1.major'"),
         ("SELECT major FROM member", None),
+        # a name that ends or begins with a table's name, at a word, where no table has such a column
+        ("SELECT T1.first_name, COUNT(T1.num_attendance) FROM member T1 GROUP BY T1.member_id",
+         "unknown column 'T1.num_attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_member = T1.member_id and COUNT(*)").replace("'attendance' is a table, not a column", "'attendance' is a table")),
+        ("SELECT event_count FROM event",
+         "unknown column 'event_count': 'event' is a table: count its rows (COUNT(*)), or read one of its columns: event_id, event_name"),
+        ("SELECT major_name FROM event", "unknown column 'major_name'"),  # a column of major: join it
+        ("SELECT attendances FROM event", "unknown column 'attendances'"),  # not at a word
         ("SELECT nothing FROM event", "unknown column 'nothing'"),
     ],
 )  # fmt: skip

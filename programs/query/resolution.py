@@ -53,6 +53,11 @@ def check_names(scopes: list[Scope], sql: str, schema: CatalogSchema) -> Iterato
         yield from check.columns(scope)
 
 
+def _names_within(table: str, name: str) -> bool:
+    """Whether ``name`` ends or begins with ``table`` at a word: ``failed_login_attempts``, ``attendance_count``."""
+    return name.endswith("_" + table) or name.startswith(table + "_")
+
+
 def catalog_tables(scopes: list[Scope], schema: CatalogSchema) -> list[str]:
     """The catalog names of the stored tables ``scopes`` read, in the order they appear in the query, each once."""
     read = [(_position(t), real) for t in table_sources(scopes) if (real := _catalog_name(t, schema)) is not None]
@@ -415,8 +420,13 @@ class NameMessages:
         return Finding(kind=Kind.UNKNOWN_COLUMN, message=message, where=shown, suggestions=hints)
 
     def _table_used_as_column(self, name: str, here: Sources) -> str | None:
-        """The catalog key of the table ``name`` names, when no table the query reads has a column ``name``."""
+        """The catalog key of the table ``name`` names, when no table the query reads has a column ``name``: the
+        table of that name, else, where no table has such a column, the longest table name that ``name`` ends or
+        begins with at a word (``failed_login_attempts``, ``attendance_count``)."""
         keys = [key for key in self.schema.table_names if key == name or key.rpartition(".")[2] == name]
+        if not keys and name not in self.schema.column_owners:
+            keys = sorted((key for key in self.schema.table_names if _names_within(key.rpartition(".")[2], name)),
+                          key=lambda key: -len(key.rpartition(".")[2]))
         if not keys:
             return None
         read = {self.schema.table_key(s) for _, s in here if isinstance(s, exp.Table)}
@@ -434,7 +444,9 @@ class NameMessages:
         columns = self.schema.column_display.get(key, ())
         more = len(columns) - _MAX_LISTED_COLUMNS
         listed = ", ".join(columns[:_MAX_LISTED_COLUMNS]) + (f", ... (+{more})" if more > 0 else "")
-        return f"'{shown_name}' is a table, not a column: {count}, or read one of its columns: {listed}"
+        said = f"'{shown_name}' is a table, not a column" if shown_name.lower() == key.rpartition(".")[2] else (
+            f"'{real}' is a table")
+        return f"{said}: {count}, or read one of its columns: {listed}"
 
     def _join_on(self, key: str, sources: Sources) -> str | None:
         """The ON condition joining table ``key`` to one of ``sources`` along a declared foreign key, or None."""
