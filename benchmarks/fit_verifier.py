@@ -19,7 +19,7 @@ import argparse
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +183,21 @@ def by_turn(scores: np.ndarray, right: list[bool], turns: list[int | None]) -> N
             print(f"  {label}: {len(chosen)} rows, AUC {value:.3f}")
 
 
+def by_database(answers: Sequence[tuple[float, bool, str]]) -> dict[str, float] | None:
+    """The spread over databases of the out-of-fold ROC AUC of their final answers, (probability, right, database)
+    each: how many databases have both right and wrong answers, their AUCs' quartiles, and how many rank no better
+    than chance (at most 0.5). None where no database has both."""
+    found: dict[str, list] = {}
+    for p, y, db in answers:
+        found.setdefault(db, []).append((p, y))
+    values = sorted(v for mine in found.values() if (v := auc([p for p, _ in mine], [y for _, y in mine])) is not None)
+    if not values:
+        return None
+    low, median, high = np.percentile(values, [25, 50, 75])
+    return {"databases": len(values), "low": float(low), "median": float(median), "high": float(high),
+            "chance": sum(v <= 0.5 for v in values)}
+
+
 def cut_offs(answers: dict[int, tuple[float, bool]], turns: list[int | None], label: str
              ) -> tuple[float, float | None]:
     """The cut-offs for "likely right" (:func:`~text2sql_dspy.programs.calibration.sure_threshold`, out of fold):
@@ -239,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     final = sorted(answers.values())
     print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
           f"{shown(auc([p for p, _ in final], [y for _, y in final]))}")
+    spread = by_database([(p, y, questions[i]["db"]) for i, (p, y) in answers.items()])
+    if spread is not None:
+        print(f"  by database: {spread['databases']} with right and wrong answers, AUC median {spread['median']:.3f} "
+              f"(quartiles {spread['low']:.3f}-{spread['high']:.3f}), {spread['chance']} at or below 0.5")
     answers = {i: a for i, a in answers.items() if questions[i]["file"].resolve() in judged_on}
     final = sorted(answers.values())
     print(f"cut-offs chosen on {len(final)} answers ({sum(y for _, y in final)} right) of "

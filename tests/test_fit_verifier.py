@@ -126,3 +126,16 @@ def test_a_question_collected_into_two_files_counts_once(tiny_db: Path, tmp_path
     found = Verifier.from_json(json.loads(out.read_text()))
     assert found.fitted_on["questions"] == 42  # 36 + 6 new, not 48
     assert set(found.cut_offs) == {"stand-alone early"}  # no follow-ups: their answers are cut as stand-alone ones
+
+
+@pytest.mark.parametrize(("answers", "expected"), [
+    ([], None),
+    ([(0.9, True, "a"), (0.8, True, "a")], None),  # every answer right: no AUC
+    # a ranks perfectly, b backwards, c at chance; d has one kind only and is left out
+    ([(0.9, True, "a"), (0.1, False, "a"), (0.1, True, "b"), (0.9, False, "b"), (0.5, True, "c"), (0.5, False, "c"),
+      (0.7, False, "d")],
+     {"databases": 3, "low": 0.25, "median": 0.5, "high": 0.75, "chance": 2}),
+])  # fmt: skip
+def test_the_auc_by_database_spreads_over_those_with_right_and_wrong_answers(answers: list, expected: dict | None
+                                                                            ) -> None:
+    assert fit.by_database(answers) == (None if expected is None else pytest.approx(expected))
