@@ -135,6 +135,13 @@ CASES = [
      "SELECT email FROM users WHERE organization_id = 1 AND status = 'suspended'", []),
     ("dropped", "What about all organizations?", "SELECT email FROM users WHERE status = 'suspended'", []),
     ("dropped", "How many organizations are there?", "SELECT count(*) FROM organizations", []),
+    # ... or leaves its rows behind: reads none of the tables it chose its rows from, keeps none of their columns
+    ("dropped", "How many times did they try to log in?", "SELECT count(*) FROM login_attempts", [Kind.DROPPED_FILTER]),
+    ("dropped", "How many times did they try to log in?", "SELECT count(*) FROM login_attempts a JOIN users u "
+     "ON a.user_id = u.id WHERE u.organization_id = 1", []),
+    ("dropped", "How many times did they try to log in?", "SELECT count(*) FROM login_attempts WHERE user_id IN "
+     "(SELECT id FROM users WHERE organization_id = 1)", []),
+    ("dropped", "How many login attempts are there?", "SELECT count(*) FROM login_attempts", []),  # not referred back
     # the rows below read the club (CLUB_DDL); a question may come with its hint, as (question, hint)
     # a foreign key joined to a column other than the key it references
     ("off_key", "", "SELECT x.cost FROM event e JOIN expense x ON e.id = x.budget_ref", [Kind.OFF_KEY_JOIN]),

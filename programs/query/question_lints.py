@@ -226,7 +226,9 @@ def _compared(select: exp.Select) -> list[tuple[exp.Column, str]]:
 def dropped_filter(query: Query) -> list[Finding]:
     """In a follow-up that refers back ("them", "those", "its", ...), each filter of the query it continues (a column
     compared with a value) that this query, reading the same table, neither keeps nor replaces with another filter
-    on that column, where the question does not widen it ("all", "instead", ...)."""
+    on that column, where the question does not widen it ("all", "instead", ...); and, where this query reads none of
+    the tables the query before chose its rows from (by any condition, a subquery's too) and filters none of their
+    columns, the first of those conditions: the rows referred to are left behind."""
     question = query.question
     if not query.previous or not question or WIDEN.search(question) or not REFERS_BACK.search(question):
         return []
@@ -239,17 +241,28 @@ def dropped_filter(query: Query) -> list[Finding]:
     kept = {_filter_key(c)[1] for c in now}  # the columns this query filters: a new value for one is a new question
     read = {t.name.lower() for t in query.tree.find_all(exp.Table)}
     found = []
+    chosen_by: list[tuple[exp.Expr, str]] = []  # every condition of the query before, with the table it tests
     for select in before.find_all(exp.Select):
         tables = sources(select, query.catalog)
-        for condition in _filters(select.args.get("where")):
+        literal = _filters(select.args.get("where"))
+        for condition in conjuncts(select.args.get("where")):
             column = next(condition.find_all(exp.Column), None)
             resolved = resolve(column, tables) if column is not None else None
-            if resolved is None or resolved[0].table.name.lower() not in read or _filter_key(condition)[1] in kept:
+            if resolved is None:
+                continue
+            chosen_by.append((condition, resolved[0].table.name))
+            if condition not in literal or resolved[0].table.name.lower() not in read or _filter_key(condition)[1] in kept:
                 continue
             shown = condition.sql(dialect=query.dialect)
             message = (f"drops the filter {shown} of the query it follows up on, which the question does not ask to "
                        "drop: keep it")
             found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
+    if chosen_by and not any(table.lower() in read or _filter_key(c)[1] in kept for c, table in chosen_by):
+        condition, table = chosen_by[0]
+        shown = condition.sql(dialect=query.dialect)
+        message = (f"reads none of the rows the question refers back to: the query it follows up on kept the {table} "
+                   f"rows where {shown}; join {table} and keep that condition")
+        found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
     return distinct(found)
 
 
