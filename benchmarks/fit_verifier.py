@@ -8,7 +8,9 @@ Each input is what ``benchmarks/collect_candidates.py`` wrote for a training spl
 reading is checked again by today's validator with its question, so the lints are today's. Cross-validation holds
 out whole databases (scikit-learn's ``GroupKFold``), so its figures say how the verifier does on a database it was
 not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge and with and without
-the question-against-query features (``asked.py``); each is kept only where it adds to the AUC out of fold. The
+the question-against-query features (``asked.py``); each is kept only where it adds to the AUC out of fold. "One
+draft is enough" (``early_sure``) is where settling on the first draft costs next to no answer that sampling gets
+(:func:`one_draft_enough`, V2's choice replayed out of fold); the words' cut-offs are apart from it. The
 file's ``fitted_on`` names the training sets (each input's name), how many questions, turns and databases, and a
 digest of the collected answers, so that a refit on the same files writes the same bytes.
 """
@@ -20,6 +22,7 @@ import gzip
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +113,47 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
                    "texts": [(answer.question, r.sql, previous) for r in groups],
                    "passed": [not blocked(r) and not returns_nothing(r) for r in groups],
                    "early_passed": first is not None and not blocked(first) and not returns_nothing(first)}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A question's replayed answer: its probability, whether the early model gave it, and whether it is right."""
+
+    p: float
+    early: bool
+    right: bool
+
+
+def choose(question: dict, early_p: float | None, full_p: Sequence[float], early_sure: float) -> Choice | None:
+    """The answer V2 would give among ``question``'s readings (an :func:`examples` item), given their probabilities
+    (``programs/agents/react.py``: the first draft alone where the early model is sure of it at ``early_sure`` and
+    it is clear of blocking findings and returns rows; else no blocking finding first, then rows returned, then the
+    probability); None for none. Redrafts and loosened readings are not collected, so it chooses among drafts."""
+    if question["early"] is not None and question["early_passed"] and early_p is not None and early_p >= early_sure:
+        return Choice(early_p, True, question["early"][1])
+    if not question["full"]:
+        return None
+    best = min(range(len(full_p)), key=lambda i: (not question["passed"][i], -full_p[i]))
+    return Choice(float(full_p[best]), False, question["full"][best][1])
+
+
+ENOUGH_LOSS = 0.0025  # "one draft is enough" may cost at most this share of the questions' right answers
+ENOUGH_CUTS = tuple(round(0.05 * i, 2) for i in range(6, 20))  # the cut-offs it is chosen among: 0.30 ... 0.95
+
+
+def one_draft_enough(questions: Sequence[dict], early_p: Sequence[float | None], full_p: Sequence[Sequence[float]]
+                     ) -> tuple[float, dict[float, tuple[int, int]]]:
+    """The early model's cut-off at and above which one draft is enough: the lowest of :data:`ENOUGH_CUTS` at which
+    V2's replayed choice (:func:`choose`) is right on at most :data:`ENOUGH_LOSS` of the questions fewer than where
+    it samples every question (1.01 where none is); and, for each cut-off, (answers one draft settles, right)."""
+    def replay(cut: float) -> tuple[int, int]:
+        chosen = [choose(q, e, f, cut) for q, e, f in zip(questions, early_p, full_p, strict=True)]
+        return sum(c is not None and c.early for c in chosen), sum(c is not None and c.right for c in chosen)
+
+    sampled = replay(1.01)[1]
+    table = {cut: replay(cut) for cut in ENOUGH_CUTS}
+    enough = next((cut for cut in ENOUGH_CUTS if table[cut][1] >= sampled - ENOUGH_LOSS * len(questions)), 1.01)
+    return enough, table
 
 
 def auc(scores: list[float], right: list[bool]) -> float | None:
@@ -270,13 +314,20 @@ def main(argv: list[str] | None = None) -> int:
             doubtful = p
     early_of = [q for q in questions if q["early"] is not None]
     early_answers = {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))}
-    early_sure = sure_threshold([p for p, _ in early_answers.values()], e_right) or 1.01  # on every input
-    print(f"  one draft is enough at {early_sure:.3f} (on all {len(early_answers)} first drafts)")
+    early_at = dict(zip([i for i, q in enumerate(questions) if q["early"] is not None], early_oof, strict=True))
+    full_at: dict[int, list[float]] = {}
+    for i, p in zip(asked, chosen_oof, strict=True):
+        full_at.setdefault(i, []).append(float(p))
+    early_sure, settled = one_draft_enough(questions, [early_at.get(i) for i in range(len(questions))],
+                                           [full_at.get(i, []) for i in range(len(questions))])
+    print(f"  one draft is enough at {early_sure:.3f} (V2's choice replayed on all {len(questions)} questions, out "
+          f"of fold, losing at most {ENOUGH_LOSS:.2%} of them against sampling every one):")
+    print("    " + "; ".join(f"{cut:.2f}: {n} settled, {right} right" for cut, (n, right) in settled.items()))
     early_alone, early_follow_up = cut_offs(
         {i: a for i, a in early_answers.items() if early_of[i]["file"].resolve() in judged_on},
         [q["turn"] for q in early_of], "early sure")
     found = {kind_of(early=False, follow_up=True): follow_up_sure, kind_of(early=True, follow_up=False): early_alone,
-             kind_of(early=True, follow_up=True): early_follow_up}
+             kind_of(early=True, follow_up=True): early_follow_up if early_follow_up is not None else early_alone}
     sure_kept = [y for p, y in final if p >= sure]
     print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); "
           f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")

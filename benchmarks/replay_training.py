@@ -27,25 +27,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import KINDS, auc, examples, shown  # noqa: E402
+from fit_verifier import KINDS, Choice, auc, choose, examples, shown  # noqa: E402
 
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import MEANS_WRONG, Model, Verifier, fit_model  # noqa: E402
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A question's replayed answer: its probability, whether the early model gave it, and whether it is right."""
-
-    p: float
-    early: bool
-    right: bool
 
 
 def out_of_fold(rows: Sequence[dict], right: Sequence[bool], dbs: Sequence[str], model: Model) -> np.ndarray:
@@ -58,16 +48,6 @@ def out_of_fold(rows: Sequence[dict], right: Sequence[bool], dbs: Sequence[str],
         fitted = fit_model([rows[i] for i in train], [right[i] for i in train], model.names).never_raising(MEANS_WRONG)
         found[test] = [fitted.probability(rows[i]) for i in test]
     return found
-
-
-def choose(question: dict, early_p: float | None, full_p: Sequence[float], early_sure: float) -> Choice | None:
-    """The answer V2 would give among ``question``'s readings, given their probabilities; None for none."""
-    if question["early"] is not None and question["early_passed"] and early_p is not None and early_p >= early_sure:
-        return Choice(early_p, True, question["early"][1])
-    if not question["full"]:
-        return None
-    best = min(range(len(full_p)), key=lambda i: (not question["passed"][i], -full_p[i]))
-    return Choice(float(full_p[best]), False, question["full"][best][1])
 
 
 def replayed(questions: list[dict], early: Callable[[int], float | None], full: Callable[[int], list[float]],

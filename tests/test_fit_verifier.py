@@ -125,7 +125,11 @@ def test_a_question_collected_into_two_files_counts_once(tiny_db: Path, tmp_path
                      "--out", str(out)]) == 0
     found = Verifier.from_json(json.loads(out.read_text()))
     assert found.fitted_on["questions"] == 42  # 36 + 6 new, not 48
-    assert set(found.cut_offs) == {"stand-alone early"}  # no follow-ups: their answers are cut as stand-alone ones
+    # no follow-ups: their answers are cut as stand-alone ones (the early model's follow-ups written out, since
+    # "one draft is enough" is not a cut-off for the words)
+    assert set(found.cut_offs) == {"stand-alone early", "follow-up early"}
+    assert found.sure_at(early=True, follow_up=True) == found.sure_at(early=True)
+    assert found.sure_at(follow_up=True) == found.sure
 
 
 @pytest.mark.parametrize(("answers", "expected"), [
@@ -139,3 +143,28 @@ def test_a_question_collected_into_two_files_counts_once(tiny_db: Path, tmp_path
 def test_the_auc_by_database_spreads_over_those_with_right_and_wrong_answers(answers: list, expected: dict | None
                                                                             ) -> None:
     assert fit.by_database(answers) == (None if expected is None else pytest.approx(expected))
+
+
+def collected_question(early: tuple[float, bool] | None, *groups: tuple[float, bool]) -> tuple[dict, float | None,
+                                                                                               list[float]]:
+    """A question as :func:`fit.one_draft_enough` reads it: its first draft's (probability, right), where it has
+    one, and its groups' (each passing)."""
+    found = {"early": None if early is None else ({}, early[1]), "early_passed": True,
+             "full": [({}, right) for _, right in groups], "passed": [True] * len(groups)}
+    return found, None if early is None else early[0], [p for p, _ in groups]
+
+
+@pytest.mark.parametrize(("questions", "enough"), [
+    # a first draft at 0.3 or more is as right as the choice among samples: the lowest cut-off is enough
+    ([collected_question((0.3 + i / 100, True), (0.9, True)) for i in range(10)], 0.3),
+    # first drafts below 0.6 are wrong where sampling finds the right group: settling there costs answers
+    ([collected_question((0.3 + i / 20, i >= 6), (0.9, True), (0.1, False)) for i in range(13)], 0.6),
+    # sampling never does better than the first draft, and no question has one: never settle early
+    ([collected_question(None, (0.9, True))], 0.3),
+    ([], 0.3),
+])  # fmt: skip
+def test_one_draft_is_enough_where_settling_costs_no_answer_that_sampling_gets(questions: list, enough: float) -> None:
+    found, table = fit.one_draft_enough([q for q, _, _ in questions], [e for _, e, _ in questions],
+                                        [f for _, _, f in questions])
+    assert found == enough
+    assert set(table) == set(fit.ENOUGH_CUTS)

@@ -140,9 +140,11 @@ class Model:
 @dataclass(frozen=True)
 class Verifier:
     """The two models, the probability at and above which answers were right 90% of the time out of fold (``sure``),
-    the early model's at which one draft is enough (``early_sure``), the verdict's own cut-offs by kind of answer
+    the early model's at which one draft is enough (``early_sure``: settling there costs next to no answer that
+    sampling gets; not a cut-off for the words), the verdict's own cut-offs by kind of answer
     where the fit chose them on answers as hard as users' (``cut_offs``, keyed by :func:`kind_of`; a kind without
-    one is cut at ``sure``, or ``early_sure`` for the early model), the one below which answers were wrong most of
+    one is cut at ``sure``, or ``early_sure`` for the early model in a file fitted before the fit wrote both early
+    kinds), the one below which answers were wrong most of
     the time (``doubtful``), whether the judge's verdict adds to the full model (``judge_helps``), and what they
     were fitted on (``fitted_on``: the training sets, how many questions, turns and databases, and a digest of the
     collected answers)."""
