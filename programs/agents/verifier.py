@@ -74,8 +74,6 @@ def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 
         "confidence": _logit(reading.confidence if reading.confidence is not None else 0.5),
         "weakest": math.log(max(reading.weakest if reading.weakest is not None else 0.5, 1e-6)),
         "tokens": math.log1p(reading.tokens),
-        "doubts": math.log1p(reading.doubts),
-        "margin": reading.margin if reading.margin is not None else 0.5,
         "rows": math.log1p(count),
         "empty": float(count == 0),
         "null_only": float(bool(rows) and all(v is None for row in rows for v in row)),
