@@ -250,20 +250,26 @@ def dropped_filter(query: Query) -> list[Finding]:
             resolved = resolve(column, tables) if column is not None else None
             if resolved is None:
                 continue
-            chosen_by.append((condition, resolved[0].table.name))
-            if condition not in literal or resolved[0].table.name.lower() not in read or _filter_key(condition)[1] in kept:
+            table = resolved[0].table.name
+            chosen_by.append((condition, table))
+            if condition not in literal or _bare(table) not in read or _filter_key(condition)[1] in kept:
                 continue
             shown = condition.sql(dialect=query.dialect)
             message = (f"drops the filter {shown} of the query it follows up on, which the question does not ask to "
                        "drop: keep it")
             found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
-    if chosen_by and not any(table.lower() in read or _filter_key(c)[1] in kept for c, table in chosen_by):
+    if chosen_by and not any(_bare(table) in read or _filter_key(c)[1] in kept for c, table in chosen_by):
         condition, table = chosen_by[0]
         shown = condition.sql(dialect=query.dialect)
         message = (f"reads none of the rows the question refers back to: the query it follows up on kept the {table} "
                    f"rows where {shown}; join {table} and keep that condition")
         found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
     return distinct(found)
+
+
+def _bare(table: str) -> str:
+    """A catalog table's name as a query's ``exp.Table.name`` reads it: lower-cased, without its schema."""
+    return table.lower().rpartition(".")[2]
 
 
 def _filters(clause: exp.Expr | None) -> list[exp.Expr]:
