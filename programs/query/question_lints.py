@@ -24,7 +24,7 @@ from sqlglot.errors import SqlglotError
 from text2sql_dspy.programs.catalog.values import normalise
 from text2sql_dspy.programs.query.filter_lints import name_words, named
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
-from text2sql_dspy.programs.query.lints import Query, conjuncts, resolve, sources
+from text2sql_dspy.programs.query.lints import Query, Source, conjuncts, resolve, sources
 
 __all__ = ["both_values", "dropped_filter", "opaque_id", "sum_for_count", "sum_of_key", "unasked_limit",
            "value_not_row"]
@@ -241,7 +241,7 @@ def dropped_filter(query: Query) -> list[Finding]:
     kept = {_filter_key(c)[1] for c in now}  # the columns this query filters: a new value for one is a new question
     read = {t.name.lower() for t in query.tree.find_all(exp.Table)}
     found = []
-    chosen_by: list[tuple[exp.Expr, str]] = []  # every condition of the query before, with the table it tests
+    chosen_by: list[tuple[exp.Expr, Source]] = []  # every condition of the query before, with the table it tests
     for select in before.find_all(exp.Select):
         tables = sources(select, query.catalog)
         literal = _filters(select.args.get("where"))
@@ -250,26 +250,21 @@ def dropped_filter(query: Query) -> list[Finding]:
             resolved = resolve(column, tables) if column is not None else None
             if resolved is None:
                 continue
-            table = resolved[0].table.name
-            chosen_by.append((condition, table))
-            if condition not in literal or _bare(table) not in read or _filter_key(condition)[1] in kept:
+            source = resolved[0]
+            chosen_by.append((condition, source))
+            if condition not in literal or source.node.name.lower() not in read or _filter_key(condition)[1] in kept:
                 continue
             shown = condition.sql(dialect=query.dialect)
             message = (f"drops the filter {shown} of the query it follows up on, which the question does not ask to "
                        "drop: keep it")
             found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
-    if chosen_by and not any(_bare(table) in read or _filter_key(c)[1] in kept for c, table in chosen_by):
-        condition, table = chosen_by[0]
+    if chosen_by and not any(source.node.name.lower() in read or _filter_key(c)[1] in kept for c, source in chosen_by):
+        condition, table = chosen_by[0][0], chosen_by[0][1].table.name
         shown = condition.sql(dialect=query.dialect)
         message = (f"reads none of the rows the question refers back to: the query it follows up on kept the {table} "
                    f"rows where {shown}; join {table} and keep that condition")
         found.append(Finding(kind=Kind.DROPPED_FILTER, message=message, where=shown))
     return distinct(found)
-
-
-def _bare(table: str) -> str:
-    """A catalog table's name as a query's ``exp.Table.name`` reads it: lower-cased, without its schema."""
-    return table.lower().rpartition(".")[2]
 
 
 def _filters(clause: exp.Expr | None) -> list[exp.Expr]:
