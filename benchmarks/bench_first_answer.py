@@ -12,7 +12,9 @@ built first and not timed. ``--schema-budget`` shows the linked tables of a sche
 whole schema is about 8,300); ``--cold-budget``, as ``ask`` does, only while no cache holds it. Prints the seconds of the warm-up (warmed mode), of the first question and of the second,
 for the first two questions of the bundled ``data/test.json`` (``--start I``: from its I-th; ``--questions N``: N of
 them, the first timed as the first answer, each later one as the next). ``--top-k`` sets the program's tables shown
-where the schema is not shown whole. Run both modes in one sitting and compare ratios.
+where the schema is not shown whole. ``--follow-up TEXT`` then asks TEXT after the first question, in its conversation,
+and times it; ``--warm draft`` warms the first question's draft alone (as before the follow-up's edit was warmed too),
+for the comparison. Run both modes in one sitting and compare ratios.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, help="the program's top_k (default: its own)")
     parser.add_argument("--start", type=int, default=0, help="the first question's index in data/test.json")
     parser.add_argument("--questions", type=int, default=2, help="how many questions, in order")
+    parser.add_argument("--follow-up", help="a follow-up to the first question, asked last in its conversation")
+    parser.add_argument("--warm", choices=["all", "draft"], default="all",
+                        help="what the warmed mode reads ahead: every prefix the program warms, or the draft's alone")
     args = parser.parse_args(argv)
     db = str(ensure_bundled_database())
     source = open_source(db)
@@ -52,20 +57,32 @@ def main(argv: list[str] | None = None) -> int:
                                 ("top_k", args.top_k)) if v}
     program = make_program(args.program, db_path=db, **budget)
     figures: dict[str, float | bool] = {}
+    if args.warm == "draft":
+        program.warmed = lambda: type(program).warmed(program)[:1]  # the draft's prefix alone
     if args.mode == "warmed":
         start = time.perf_counter()
         figures["warmed"] = program.warm(db)
         figures["warm-up s"] = time.perf_counter() - start
     seconds, right = [], []
-    for test in tests:
+    chat = program.conversation(db)
+    for i, test in enumerate(tests):
         start = time.perf_counter()
-        answer = program.run(test["question"], db)
+        answer = chat.ask(test["question"]) if i == 0 else program.run(test["question"], db)
         seconds.append(time.perf_counter() - start)
         right.append(answer.sql != "" and same_rows(source.database, answer.sql, test["query"]))
     figures["first answer s"] = seconds[0]
     if len(seconds) > 1:
         figures["second answer s"] = seconds[1]
-    print(json.dumps({"mode": args.mode, "program": args.program, "schema_budget": args.schema_budget,
+    if args.follow_up:
+        stats = program.lm.engine.stats
+        read_before = stats.prompt_tokens - stats.cached_prompt_tokens
+        start = time.perf_counter()
+        followed = chat.ask(args.follow_up)
+        figures["follow-up s"] = time.perf_counter() - start
+        figures["follow-up calls"] = followed.metrics.lm_calls
+        figures["follow-up steps"] = " ".join(step.kind for step in followed.steps)
+        figures["follow-up prompt tokens read"] = stats.prompt_tokens - stats.cached_prompt_tokens - read_before
+    print(json.dumps({"mode": args.mode, "warm": args.warm, "program": args.program, "schema_budget": args.schema_budget,
                       "cold_budget": args.cold_budget, "top_k": args.top_k, "start": args.start,
                       **{k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()},
                       "answer s": [round(s, 1) for s in seconds], "right": right}))

@@ -133,3 +133,24 @@ def test_a_cold_view_ranks_by_keywords_whatever_the_program_s_retrieval(
     program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="semantic", lm=lm, top_k=1, cold_budget=10)
     view = program.schema(program.source(), "How many users are suspended?")
     assert not view.whole and asked == ["keyword"]  # no embedding model loaded for a first answer
+
+
+def test_an_agent_warms_the_first_question_s_draft_and_a_follow_up_s_edit(
+    tiny_db: Path, tiny_schemas: Path, embedded: None
+) -> None:
+    from text2sql_dspy.programs.agents.react import ReActAgent
+
+    follow_up = "SELECT email FROM users WHERE status = 'suspended'"
+    lm = logprob_lm([scripted_draft(GOOD_SQL, 0.9)] * 3 + [scripted_draft(follow_up, 0.9)])
+    program = ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm)
+    assert program.warm() is True
+    assert [r.config.max_tokens for r in lm.engine.requests] == [1, 1]
+    chat = program.conversation()
+    chat.ask("How many users are suspended?")
+    assert chat.ask("Which ones?").sql == follow_up
+    schema = program.schema(program.source(), "Which ones?").text
+    for warmed, asked in ((0, 2), (1, 3)):  # the draft's warm-up and the first question; the edit's and the follow-up
+        shared = os.path.commonprefix([messages_text(lm, warmed), messages_text(lm, asked)])
+        assert schema in shared and "Which ones?" not in shared and "How many users are suspended?" not in shared
+    assert "Change the previous query" in os.path.commonprefix([messages_text(lm, 1), messages_text(lm, 3)])
+    assert "Change the previous query" not in messages_text(lm, 0)

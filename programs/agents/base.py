@@ -236,10 +236,11 @@ class Text2SQLProgram(dspy.Module):
         return thread
 
     def warm(self, db_path: Path | str | None = None) -> bool:
-        """Pay now what a first question on ``db_path`` would: its value index, and on the embedded model the draft
-        prompt's prefix (the instructions and a schema view that does not depend on the question) read into the
-        prefix cache by one draft of one token. False where no prefix can be read ahead: another model, or a schema
-        too large to show whole. ``serve`` and ``chat`` call it while the user is not yet waiting."""
+        """Pay now what a first question on ``db_path`` would: its value index, and on the embedded model the prompt
+        prefix of each of :meth:`warmed` (the schema view, which does not depend on the question, and the
+        signature's instructions) read into the prefix cache by one call of one token each. False where no prefix
+        can be read ahead: another model, or a schema too large to show whole. ``serve`` and ``chat`` call it while
+        the user is not yet waiting."""
         from text2sql_dspy.programs.agents.drafting import draft_sql
         from text2sql_dspy.programs.llm.factory import is_embedded_model
 
@@ -248,9 +249,15 @@ class Text2SQLProgram(dspy.Module):
         if not view.whole or not is_embedded_model(self.lm):
             return False
         with dspy.context(lm=self.lm, adapter=dspy.settings.adapter or StablePrefixAdapter()):
-            draft_sql(self.draft, self.lm, source=source, question=WARM_QUESTION, table_schemas=view.text, facts="",
-                      max_tokens=1)
+            for predictor, inputs in self.warmed():
+                draft_sql(predictor, self.lm, source=source, question=WARM_QUESTION, table_schemas=view.text,
+                          facts="", max_tokens=1, **inputs)
         return True
+
+    def warmed(self) -> list[tuple[dspy.Predict, dict[str, str]]]:
+        """The drafting predictors whose prompts :meth:`warm` reads ahead, each with the inputs it needs besides the
+        schema, the facts and the question: here the first question's draft."""
+        return [(self.draft, {})]
 
     def conversation(self, db_path: Path | str | None = None) -> Conversation:
         """A thread of follow-up questions over ``db_path`` (default: the program's database)."""

@@ -61,6 +61,7 @@ DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAg
 UNSURE_REASON = "two readings give different results and the checks support both about as much"
 REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are worth one redraft
 BEST_EFFORT_CAP = 0.3  # the confidence of a query the agent validated but did not submit
+WARM_PREVIOUS = "SELECT 1"  # the query warming's edit changes: any query shares the edit prompt's prefix before it
 
 
 class ReActAgent(Text2SQLProgram):
@@ -98,6 +99,11 @@ class ReActAgent(Text2SQLProgram):
         self.edit = dspy.Predict(EditSQL)  # a follow-up: the query before it, changed
         self.judge = dspy.Predict(JudgeSQL) if judge else None
         self.repair = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
+
+    def warmed(self) -> list[tuple[dspy.Predict, dict[str, str]]]:
+        """The first question's draft and a follow-up's edit, whose instructions follow the schema in its prompt: read
+        ahead, a conversation's first follow-up reads only its own question."""
+        return [*super().warmed(), (self.edit, {"previous_sql": WARM_PREVIOUS})]
 
     @property
     def judge_lm(self) -> dspy.LM:
