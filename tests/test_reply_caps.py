@@ -27,8 +27,11 @@ from text2sql_dspy.programs.conversation import STANDALONE_MAX_TOKENS, Turn, sta
 from text2sql_dspy.programs.llm.factory import TRUNCATION_LOGGER, build_lm, cut_replies, quiet_truncation_warnings
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.shared_llama import (
+    LOOP_PERIODS,
+    LOOP_REPEATS,
     LOOP_RUN,
     LOOP_SPAN,
+    LOOP_WINDOW,
     RepetitionGuard,
     loop_end,
     release_shared_llamas,
@@ -49,6 +52,7 @@ def tokens_of(text: str) -> list[str]:
 
 # --------------------------------------------------------------------------- the loop detector
 
+CLAUSE_24 = tokens_of(" AND name != 'Music' AND name != 'Movies' AND x = 1")  # a cycle as long as a loop's may be
 LOOPS = {  # token sequences whose tail is a loop: the engine stops there
     "one token 24 times": ["0"] * LOOP_RUN,
     "a runaway literal": tokens_of("SELECT name FROM users WHERE id = 'rec") + ["0"] * LOOP_RUN,
@@ -57,6 +61,8 @@ LOOPS = {  # token sequences whose tail is a loop: the engine stops there
     "period 8 over 48": tokens_of(" AND a.x = 1") * (LOOP_SPAN // 8),
     "a repeated condition": tokens_of("SELECT * FROM t WHERE") + tokens_of(" a = 1 OR") * 12,
     "newlines": ["\n"] * 30,
+    "a subquery nested in itself": tokens_of("SELECT p FROM r WHERE id =") + tokens_of(" (SELECT id FROM e WHERE id =") * 5,
+    "a clause of 24 tokens, three times": CLAUSE_24 * LOOP_REPEATS,
 }
 NOT_LOOPS = {  # ordinary SQL, and repetition too short to be a loop
     "a date": tokens_of("SELECT * FROM t WHERE d = '2019-01-01'"),
@@ -67,6 +73,8 @@ NOT_LOOPS = {  # ordinary SQL, and repetition too short to be a loop
     "a cycle one short of the span": ["0", ","] * (LOOP_SPAN // 2 - 1),
     "a big number": tokens_of("SELECT * FROM t WHERE amount > 1000000000000 AND ratio < 0.0000001"),
     "many joins": tokens_of(" ".join(f"JOIN t{i} AS T{i} ON T{i}.id = T{i - 1}.t{i}_id" for i in range(2, 9))),
+    "a clause of 24 tokens, three times but its last token": (CLAUSE_24 * LOOP_REPEATS)[:-1],
+    "a subquery of 10 tokens over 40": tokens_of(" (SELECT id FROM e WHERE id =") * 4,
     "Spider's spacing": tokens_of("SELECT T1.name FROM a AS T1 JOIN b AS T2 ON T1.id  =  T2.id WHERE T2.x  =  'y'"),
     "nothing": [],
 }
@@ -74,6 +82,8 @@ NOT_LOOPS = {  # ordinary SQL, and repetition too short to be a loop
 
 def test_the_cycles_are_as_long_as_their_names_say() -> None:
     assert len(tokens_of(" AND a.x = 1")) == 8 and len(LOOPS["period 8 over 48"]) == LOOP_SPAN
+    assert len(CLAUSE_24) == LOOP_PERIODS[-1] and len(tokens_of(" (SELECT id FROM e WHERE id =")) == 10
+    assert LOOP_WINDOW == LOOP_REPEATS * LOOP_PERIODS[-1] > LOOP_SPAN
 
 
 @pytest.mark.parametrize("tokens", LOOPS.values(), ids=LOOPS.keys())

@@ -15,9 +15,9 @@ Contract:
   greedy decoding at temperature 0 (the default), ``max_tokens`` and ``stop``
   from the request, and JSON / JSON-schema constrained decoding when the
   request carries ``response_format`` (DSPy's ``JSONAdapter``).
-* A reply that starts repeating itself (one token 24 times in a row, or a cycle of 2 to 8 tokens over 48) is
-  cut there (:class:`~.shared_llama.RepetitionGuard`) and answered with ``finish_reason="length"``, as a reply
-  cut at ``max_tokens`` is; its text is what came before the cut.
+* A reply that starts repeating itself (one token 24 times in a row, or a cycle of 2 to 24 tokens over 48 tokens
+  and three cycles) is cut there (:class:`~.shared_llama.RepetitionGuard`) and answered with
+  ``finish_reason="length"``, as a reply cut at ``max_tokens`` is; its text is what came before the cut.
 * A request whose last message is the assistant's is a *prefill*: the model continues that
   turn (the reply is the prefill plus what the model wrote), as Anthropic's API does. The
   adapter uses it to start each reply with its first field marker, so a small model cannot

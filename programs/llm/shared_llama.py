@@ -9,10 +9,10 @@
   never truncated), other rejected requests ``InvalidRequestError``, and any other llama.cpp failure
   ``ServerError`` after resetting the model state.
 * A reply whose tokens start repeating themselves (:func:`repeats_itself`: one token 24 times in a row, or a cycle of
-  2 to 8 tokens over 48) is cut there by a stopping criterion (:class:`RepetitionGuard`), not left to run to its
-  ``max_tokens``; its ``finish_reason`` is then ``"length"``, as for a reply cut at its cap. A request with a
-  ``response_format`` (JSON-constrained decoding by llama-cpp-python's chat handler, which takes no stopping
-  criterion) is bounded by its cap alone. ``EngineStats.truncated`` counts the replies cut either way.
+  2 to 24 tokens over 48 tokens and three cycles) is cut there by a stopping criterion (:class:`RepetitionGuard`),
+  not left to run to its ``max_tokens``; its ``finish_reason`` is then ``"length"``, as for a reply cut at its
+  cap. A request with a ``response_format`` (JSON-constrained decoding by llama-cpp-python's chat handler, which
+  takes no stopping criterion) is bounded by its cap alone. ``EngineStats.truncated`` counts the replies cut either way.
 * The KV prefix cache keeps slim states in RAM and, unless ``TEXT2SQL_KV_CACHE_BYTES=0``, on disk
   (:mod:`~text2sql_dspy.programs.llm.prefix_cache`).
 * :func:`clear_shared_caches` forgets every instance's KV state; :func:`release_shared_llamas` frees them
@@ -47,7 +47,9 @@ __all__ = [
     "DEFAULT_PREFIX_CACHE",
     "EngineStats",
     "LOOP_RUN",
+    "LOOP_REPEATS",
     "LOOP_SPAN",
+    "LOOP_WINDOW",
     "RepetitionGuard",
     "SharedLlama",
     "get_shared_llama",
@@ -73,8 +75,10 @@ _CTX_ERROR = re.compile(r"Requested tokens \((\d+)\) exceed context window")
 
 # What a repetition loop is (:func:`repeats_itself`): no SQL a question needs repeats itself this long.
 LOOP_RUN = 24  # one token this many times in a row
-LOOP_SPAN = 48  # a cycle of LOOP_PERIODS tokens repeating over this many tokens
-LOOP_PERIODS = range(2, 9)
+LOOP_SPAN = 48  # a cycle of LOOP_PERIODS tokens repeating over at least this many tokens
+LOOP_REPEATS = 3  # and at least this many times (what a long cycle, a repeated clause or subquery, must cover)
+LOOP_PERIODS = range(2, 25)
+LOOP_WINDOW = max(LOOP_SPAN, LOOP_REPEATS * LOOP_PERIODS[-1])  # the most tail tokens a loop can need
 
 
 @dataclass
@@ -171,24 +175,28 @@ def _slim_state_llama(base: type) -> type:
 
 def repeats_itself(tokens: Sequence[Hashable]) -> bool:
     """Whether ``tokens`` (a reply's tokens so far) end in a repetition loop: the same token :data:`LOOP_RUN` times
-    in a row, or a cycle of 2 to 8 tokens repeated so that the loop covers :data:`LOOP_SPAN` tokens.
+    in a row, or a cycle of 2 to 24 tokens repeated so that the loop covers :data:`LOOP_SPAN` tokens and
+    :data:`LOOP_REPEATS` cycles.
 
-    Only the last :data:`LOOP_SPAN` tokens are read, so a caller may pass just those.
+    Only the last :data:`LOOP_WINDOW` tokens are read, so a caller may pass just those.
     """
     n = len(tokens)
     if n >= LOOP_RUN and all(tokens[i] == tokens[n - 1] for i in range(n - LOOP_RUN, n - 1)):
         return True
-    if n < LOOP_SPAN:
-        return False
-    start = n - LOOP_SPAN
-    return any(all(tokens[i] == tokens[i - period] for i in range(start + period, n)) for period in LOOP_PERIODS)
+    return any(_cycles(tokens, period) for period in LOOP_PERIODS)
+
+
+def _cycles(tokens: Sequence[Hashable], period: int) -> bool:
+    """Whether ``tokens`` end in a cycle of ``period`` tokens as long as a loop of that period must be."""
+    n, span = len(tokens), max(LOOP_SPAN, LOOP_REPEATS * period)
+    return n >= span and all(tokens[i] == tokens[i - period] for i in range(n - span + period, n))
 
 
 def loop_end(tokens: Sequence[Hashable]) -> int | None:
     """How many of ``tokens`` a reply had when it first ended in a loop (where :class:`RepetitionGuard` cuts it),
     or None when it never did."""
     for end in range(min(LOOP_RUN, LOOP_SPAN), len(tokens) + 1):
-        if repeats_itself(tokens[max(0, end - LOOP_SPAN):end]):
+        if repeats_itself(tokens[max(0, end - LOOP_WINDOW):end]):
             return end
     return None
 
@@ -207,7 +215,7 @@ class RepetitionGuard:
 
     def __call__(self, input_ids: Any, logits: Any = None) -> bool:
         if not self.fired:
-            tail = input_ids[max(self.start, len(input_ids) - LOOP_SPAN):]
+            tail = input_ids[max(self.start, len(input_ids) - LOOP_WINDOW):]
             self.fired = repeats_itself(tail.tolist() if hasattr(tail, "tolist") else list(tail))
         return self.fired
 
