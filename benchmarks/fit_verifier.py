@@ -10,7 +10,8 @@ out whole databases (scikit-learn's ``GroupKFold``), so its figures say how the 
 not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge and with and without
 the question-against-query features (``asked.py``); each is kept only where it adds to the AUC out of fold. "One
 draft is enough" (``early_sure``) is where settling on the first draft costs next to no answer that sampling gets
-(:func:`one_draft_enough`, V2's choice replayed out of fold); the words' cut-offs are apart from it. The
+(:func:`one_draft_enough`, V2's choice replayed out of fold); the words' cut-offs are apart from it, chosen on the
+answers that carry no warning (an answer with one never reads "likely right", so the promise is of the others). The
 file's ``fitted_on`` names the training sets (each input's name), how many questions, turns and databases, and a
 digest of the collected answers, so that a refit on the same files writes the same bytes.
 """
@@ -84,7 +85,8 @@ def previous_queries(records: list[dict]) -> dict[tuple, str]:
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
     """Per question: its database, the early row (the greedy draft), the full rows (each judged result group), their
     texts (question, query, the query before it), and what V2's choice reads besides the probability: whether each
-    group (``passed``) and the greedy draft (``early_passed``) is clear of blocking findings and returns rows."""
+    group (``passed``) and the greedy draft (``early_passed``) is clear of blocking findings and returns rows, and
+    whether it carries a warning (``noted``, ``early_noted``)."""
     seen: set[tuple] = set()  # a question collected into two files (a shuffled pick among the first) counts once
     for file in files:
         records = [json.loads(line) for line in lines(file)]
@@ -112,16 +114,23 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
             yield {"key": key, "db": record["db_id"], "early": early, "full": full, "turn": turn, "file": file,
                    "texts": [(answer.question, r.sql, previous) for r in groups],
                    "passed": [not blocked(r) and not returns_nothing(r) for r in groups],
-                   "early_passed": first is not None and not blocked(first) and not returns_nothing(first)}
+                   "early_passed": first is not None and not blocked(first) and not returns_nothing(first),
+                   "noted": [bool(r.warnings) for r in groups], "early_noted": first is not None and bool(first.warnings)}
 
 
 @dataclass(frozen=True)
 class Choice:
-    """A question's replayed answer: its probability, whether the early model gave it, and whether it is right."""
+    """A question's replayed answer: its probability, whether the early model gave it, whether it is right, and
+    whether it carries a warning (which keeps it from reading "likely right", :func:`~..verdict.verdict_of`)."""
 
     p: float
     early: bool
     right: bool
+    noted: bool = False
+
+    def likely_right(self, cut: float) -> bool:
+        """Whether the answer reads "likely right" at the cut-off ``cut``."""
+        return self.p >= cut and not self.noted
 
 
 def choose(question: dict, early_p: float | None, full_p: Sequence[float], early_sure: float) -> Choice | None:
@@ -130,11 +139,11 @@ def choose(question: dict, early_p: float | None, full_p: Sequence[float], early
     it is clear of blocking findings and returns rows; else no blocking finding first, then rows returned, then the
     probability); None for none. Redrafts and loosened readings are not collected, so it chooses among drafts."""
     if question["early"] is not None and question["early_passed"] and early_p is not None and early_p >= early_sure:
-        return Choice(early_p, True, question["early"][1])
+        return Choice(early_p, True, question["early"][1], question.get("early_noted", False))
     if not question["full"]:
         return None
     best = min(range(len(full_p)), key=lambda i: (not question["passed"][i], -full_p[i]))
-    return Choice(float(full_p[best]), False, question["full"][best][1])
+    return Choice(float(full_p[best]), False, question["full"][best][1], question.get("noted", [False] * len(full_p))[best])
 
 
 ENOUGH_LOSS = 0.0025  # "one draft is enough" may cost at most this share of the questions' right answers
@@ -242,15 +251,16 @@ def by_database(answers: Sequence[tuple[float, bool, str]]) -> dict[str, float] 
             "chance": sum(v <= 0.5 for v in values)}
 
 
-def cut_offs(answers: dict[int, tuple[float, bool]], turns: list[int | None], label: str
-             ) -> tuple[float, float | None]:
+def cut_offs(answers: dict[int, tuple[float, bool]], turns: list[int | None], label: str,
+             noted: dict[int, bool] | None = None) -> tuple[float, float | None]:
     """The cut-offs for "likely right" (:func:`~text2sql_dspy.programs.calibration.sure_threshold`, out of fold):
     a stand-alone question's (a single question or a conversation's first turn), and a follow-up's on the later turns
     alone (1.01, never sure, where none reaches it; None where there are no follow-ups): a conversation's later
-    turns are right less often at the same probability, and the promise must hold for them too."""
+    turns are right less often at the same probability, and the promise must hold for them too. Answers ``noted``
+    with a warning are left out: they never read "likely right", so the promise is not made of them."""
     found: list[float | None] = []
     for kind, keep in (("stand-alone", lambda t: not t), ("follow-up", lambda t: bool(t))):
-        part = [answers[i] for i in sorted(answers) if keep(turns[i])]
+        part = [answers[i] for i in sorted(answers) if keep(turns[i]) and not (noted or {}).get(i)]
         cut = sure_threshold([p for p, _ in part], [y for _, y in part]) if part else None
         print(f"  {label}, {kind}: {len(part)} answers, cut-off {'none' if cut is None else f'{cut:.3f}'}")
         found.append(None if not part else 1.01 if cut is None else cut)
@@ -271,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     early = [(q["early"], q["db"]) for q in questions if q["early"] is not None]
     full = [(row, q["db"]) for q in questions for row in q["full"]]
     asked = [i for i, q in enumerate(questions) for _ in q["full"]]  # the question of each full row
+    group = [j for q in questions for j, _ in enumerate(q["full"])]  # and which of its groups it is
     e_rows, e_right, e_dbs = [r for (r, _), _ in early], [y for (_, y), _ in early], [d for _, d in early]
     f_rows, f_right, f_dbs = [r for (r, _), _ in full], [y for (_, y), _ in full], [d for _, d in full]
     print(f"{len(questions)} questions from {len(set(e_dbs))} databases; early rows {len(e_rows)} "
@@ -292,9 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen_oof = full_oof if judge_helps else plain_oof
     by_turn(chosen_oof, f_right, [questions[i]["turn"] for i in asked])
     answers: dict[int, tuple[float, bool]] = {}  # each question's answer: its likeliest group, as V2 chooses
-    for i, (p, y) in zip(asked, zip(chosen_oof, f_right, strict=True), strict=True):
+    noted: dict[int, bool] = {}  # whether that answer carries a warning
+    for i, j, p, y in zip(asked, group, chosen_oof, f_right, strict=True):
         if i not in answers or p > answers[i][0]:
-            answers[i] = (float(p), y)
+            answers[i], noted[i] = (float(p), y), questions[i]["noted"][j]
     final = sorted(answers.values())
     print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
           f"{shown(auc([p for p, _ in final], [y for _, y in final]))}")
@@ -305,8 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     answers = {i: a for i, a in answers.items() if questions[i]["file"].resolve() in judged_on}
     final = sorted(answers.values())
     print(f"cut-offs chosen on {len(final)} answers ({sum(y for _, y in final)} right) of "
-          f"{', '.join(sorted(f.name for f in judged_on))}")
-    sure, follow_up_sure = cut_offs(answers, [q["turn"] for q in questions], "sure")
+          f"{', '.join(sorted(f.name for f in judged_on))}, less the {sum(noted[i] for i in answers)} with a warning")
+    sure, follow_up_sure = cut_offs(answers, [q["turn"] for q in questions], "sure", noted)
     doubtful = 0.3
     for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
         below = [y for q, y in final if q < p]
@@ -325,10 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     print("    " + "; ".join(f"{cut:.2f}: {n} settled, {right} right" for cut, (n, right) in settled.items()))
     early_alone, early_follow_up = cut_offs(
         {i: a for i, a in early_answers.items() if early_of[i]["file"].resolve() in judged_on},
-        [q["turn"] for q in early_of], "early sure")
+        [q["turn"] for q in early_of], "early sure", {i: q["early_noted"] for i, q in enumerate(early_of)})
     found = {kind_of(early=False, follow_up=True): follow_up_sure, kind_of(early=True, follow_up=False): early_alone,
              kind_of(early=True, follow_up=True): early_follow_up if early_follow_up is not None else early_alone}
-    sure_kept = [y for p, y in final if p >= sure]
+    sure_kept = [y for i, (p, y) in answers.items() if p >= sure and not noted[i]]
     print(f"sure at {sure:.3f} ({len(sure_kept)} answers, {sum(sure_kept)} right); "
           f"doubtful below {doubtful:.3f} ({sum(1 for p, _ in final if p < doubtful)} answers)")
     verifier = Verifier(fit_model(e_rows, e_right, early_names), fit_model(f_rows, f_right, names), sure, doubtful,

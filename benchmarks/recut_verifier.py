@@ -8,8 +8,8 @@ its models and every other number kept: V2 drafts, samples and chooses as before
 ``--fitted-on`` names the files the verifier was fitted on, in its fit's order; their digest must be its
 ``fitted_on`` digest, and their questions are left out. On the rest, V2's choice is replayed as
 ``replay_training.py`` replays it, and each kind of answer (:data:`~..verifier.KINDS`: stand-alone or follow-up, by
-the early model or the full one) gets the lowest probability at which 90% of its answers were right
-(:func:`~..calibration.sure_threshold`; never, where none is). Printed first, out of fold (two halves of the
+the early model or the full one) gets the lowest probability at which 90% of its answers without a warning were
+right (:func:`~..calibration.sure_threshold`; never, where none is): an answer with a warning never reads so. Printed first, out of fold (two halves of the
 databases, each cut on the other): how many answers each kind's cut-off calls likely right, and how many of them
 are right, against the shipped cut-offs on the same answers.
 """
@@ -40,7 +40,7 @@ def cut_offs(answers: Sequence[tuple[Choice, dict]]) -> dict[str, float]:
     """Each kind's cut-off on ``answers`` (:data:`NEVER` where none reaches 90%, or the kind has no answers)."""
     found = {}
     for name in KINDS:
-        mine = [c for c, q in answers if kind(c, q) == name]
+        mine = [c for c, q in answers if kind(c, q) == name and not c.noted]  # an answer with a warning never reads so
         found[name] = sure_threshold([c.p for c in mine], [c.right for c in mine]) or NEVER
     return found
 
@@ -50,7 +50,7 @@ def tally(answers: Sequence[tuple[Choice, dict]], cuts: dict[str, float]) -> dic
     found = {}
     for name in KINDS:
         mine = [c for c, q in answers if kind(c, q) == name]
-        sure = [c for c in mine if c.p >= cuts[name]]
+        sure = [c for c in mine if c.likely_right(cuts[name])]
         found[name] = (len(mine), len(sure), sum(c.right for c in sure))
     return found
 

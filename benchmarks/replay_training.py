@@ -15,8 +15,9 @@ Printed, for each:
    alone where the early model is sure of it at ``early_sure`` and it is clear of blocking findings and returns
    rows; else no blocking finding first, then rows returned, then the probability), each right or wrong as
    collected; the refit against the shipped file by a sign test, and how many answers one draft settles;
-3. each kind of answer's cut-off, and "likely right" at it: how many answers, and how many of them right (on the
-   ``--cut-offs-on`` inputs where given, as the fit chooses its cut-offs).
+3. each kind of answer's cut-off, and "likely right" at it (an answer with a warning never reads so): how many
+   answers, and how many of them right (on the ``--cut-offs-on`` inputs where given, as the fit chooses its
+   cut-offs).
 
 Redrafts and loosened readings are not collected, so the replay chooses among the drafted readings only.
 """
@@ -88,7 +89,7 @@ def report(name: str, verifier: Verifier, questions: list[dict], chosen: list[Ch
                 and keep(q["turn"])]
         if not mine:
             continue
-        sure = [c for c, q in mine if c.p >= verifier.sure_at(early=c.early, follow_up=bool(q["turn"]))]
+        sure = [c for c, q in mine if c.likely_right(verifier.sure_at(early=c.early, follow_up=bool(q["turn"])))]
         print(f"    {kind}: {len(mine)} answers, likely right {len(sure)} ({len(sure) / len(mine):.0%}), "
               f"{sum(c.right for c in sure)} of them right"
               + (f" ({sum(c.right for c in sure) / len(sure):.0%})" if sure else ""))

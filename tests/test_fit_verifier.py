@@ -111,6 +111,19 @@ def test_the_cut_offs_hold_for_stand_alone_questions_and_follow_ups_apart(follow
     assert fit.cut_offs(dict(enumerate(pairs)), turns, "sure") == pytest.approx(expected)
 
 
+WRONG_WITH_A_WARNING = [(0.95, False)] * 2  # answers that never read "likely right"
+
+
+@pytest.mark.parametrize(("noted", "expected"), [
+    (False, 1.01),  # counted, the two wrong answers above every right one keep any cut-off from 90%
+    (True, 0.9),  # left out, as the verdict leaves them out
+])
+def test_answers_with_a_warning_choose_no_cut_off(noted: bool, expected: float) -> None:
+    pairs = WRONG_WITH_A_WARNING + STAND_ALONE
+    marks = {i: noted and i < len(WRONG_WITH_A_WARNING) for i in range(len(pairs))}
+    assert fit.cut_offs(dict(enumerate(pairs)), [None] * len(pairs), "sure", marks)[0] == pytest.approx(expected)
+
+
 def test_a_question_collected_into_two_files_counts_once(tiny_db: Path, tmp_path: Path) -> None:
     databases = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
     for db_id in databases:

@@ -47,3 +47,17 @@ def test_a_refit_is_replayed_against_the_shipped_file_on_every_question(
     assert "48 questions and turns over 6 databases" in printed
     assert printed.count(": 48 answers, ") == 2  # the shipped file's replay, and the refit's out of fold
     assert "the refit's choice against the shipped file's:" in printed
+
+
+@pytest.mark.parametrize(("found", "early_p", "full_p", "noted"), [
+    ({**question((True, True), early=True), "early_noted": True, "noted": [False]}, 0.95, [0.9], True),  # the draft's
+    ({**question((True, True), (True, True), early=True), "noted": [True, False]}, 0.5, [0.9, 0.8], True),
+    ({**question((True, True), (True, True), early=True), "noted": [True, False]}, 0.5, [0.7, 0.8], False),
+    (question((True, True), early=True), 0.5, [0.9], False),  # collected before warnings were: none
+])
+def test_the_replayed_choice_carries_its_warning_which_keeps_it_from_reading_likely_right(
+    found: dict, early_p: float, full_p: list[float], noted: bool
+) -> None:
+    chosen = replay.choose(found, early_p, full_p, early_sure=0.9)
+    assert chosen.noted is noted
+    assert chosen.likely_right(0.5) is not noted and not chosen.likely_right(0.99)
