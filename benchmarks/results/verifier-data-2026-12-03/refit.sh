@@ -5,14 +5,18 @@
 # only, on the held-out records. Asks nothing of the model. Run from the repository root; writes its outputs beside
 # this script and the refit to $OUT (default /tmp/refit-1203.json).
 #   bash benchmarks/results/verifier-data-2026-12-03/refit.sh
+# A later refit sets D (its folder), SHIPPED_AT (the commit of the file it is judged against), R and HELD (the held-out
+# runs reported), as ../verifier-data-2026-12-04/refit.sh does.
 set -euo pipefail
-D=benchmarks/results/verifier-data-2026-12-03
+D=${D:-benchmarks/results/verifier-data-2026-12-03}
 E=benchmarks/results/verifier-data-2026-11-29
 B=../shared/benchmarks
 OUT=${OUT:-/tmp/refit-1203.json}
-SHIPPED=/tmp/verifier-shipped-64aeac0.json
-git show 64aeac0:programs/agents/verifier.json > $SHIPPED
-R=benchmarks/results/verify-and-follow-2026-11-28/after  # V2 with an earlier verifier, 2026-11-28 (its NOTES)
+SHIPPED_AT=${SHIPPED_AT:-64aeac0}
+SHIPPED=/tmp/verifier-shipped-$SHIPPED_AT.json
+git show "$SHIPPED_AT":programs/agents/verifier.json > "$SHIPPED"
+R=${R:-benchmarks/results/verify-and-follow-2026-11-28/after}  # V2 with an earlier verifier, 2026-11-28 (its NOTES)
+HELD=${HELD:-"$R/sparc $R/spider-dev $R/bird"}
 ROOTS="--data-root $B/spider-public --data-root $B/sparc-public --data-root $B/bird-public"
 FILES="$E/spider-train.jsonl.gz $D/spider-train-shuffled.jsonl.gz $D/cosql-train.jsonl.gz"
 ON="--cut-offs-on $D/spider-train-shuffled.jsonl.gz --cut-offs-on $D/cosql-train.jsonl.gz"
@@ -25,11 +29,11 @@ quiet() { grep -v -e "Indexing values" -e '^\s*$' || true; }
 .venv/bin/python benchmarks/replay_training.py $FILES --data-root $B/spider-train --refit "$OUT" --shipped $SHIPPED \
     $ON 2>&1 | quiet > $D/refit-training.txt
 # reported, choosing nothing: the held-out records of 2026-11-28 (bird-public was tuned on earlier)
-for args in "$R/sparc $R/spider-dev $R/bird" "$R/sparc --relaxed"; do
+for args in "$HELD" "$R/sparc --relaxed"; do
   # shellcheck disable=SC2086
   .venv/bin/python benchmarks/rescore_verifier.py $args --verifier $SHIPPED --verifier "$OUT" $ROOTS 2>&1 | quiet
 done > $D/refit-rescored.txt
 # shellcheck disable=SC2086
-.venv/bin/python benchmarks/replay_choice.py $R/sparc $R/spider-dev $R/bird --verifier $SHIPPED \
+.venv/bin/python benchmarks/replay_choice.py $HELD --verifier $SHIPPED \
     --verifier "$OUT" $ROOTS 2>&1 | quiet > $D/refit-replayed.txt
 tail -n 16 $D/refit-fit.txt; cat $D/refit-training.txt $D/refit-rescored.txt $D/refit-replayed.txt
