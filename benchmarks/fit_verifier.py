@@ -115,7 +115,8 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
                    "texts": [(answer.question, r.sql, previous) for r in groups],
                    "passed": [not blocked(r) and not returns_nothing(r) for r in groups],
                    "early_passed": first is not None and not blocked(first) and not returns_nothing(first),
-                   "noted": [bool(r.warnings) for r in groups], "early_noted": first is not None and bool(first.warnings)}
+                   "noted": [bool(r.warnings) for r in groups],
+                   "early_noted": first is not None and bool(first.warnings)}
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,11 @@ def choose(question: dict, early_p: float | None, full_p: Sequence[float], early
     it is clear of blocking findings and returns rows; else no blocking finding first, then rows returned, then the
     probability); None for none. Redrafts and loosened readings are not collected, so it chooses among drafts."""
     if question["early"] is not None and question["early_passed"] and early_p is not None and early_p >= early_sure:
-        return Choice(early_p, True, question["early"][1], question.get("early_noted", False))
+        return Choice(early_p, True, question["early"][1], question["early_noted"])
     if not question["full"]:
         return None
     best = min(range(len(full_p)), key=lambda i: (not question["passed"][i], -full_p[i]))
-    return Choice(float(full_p[best]), False, question["full"][best][1], question.get("noted", [False] * len(full_p))[best])
+    return Choice(float(full_p[best]), False, question["full"][best][1], question["noted"][best])
 
 
 ENOUGH_LOSS = 0.0025  # "one draft is enough" may cost at most this share of the questions' right answers

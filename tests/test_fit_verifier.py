@@ -162,8 +162,8 @@ def collected_question(early: tuple[float, bool] | None, *groups: tuple[float, b
                                                                                                list[float]]:
     """A question as :func:`fit.one_draft_enough` reads it: its first draft's (probability, right), where it has
     one, and its groups' (each passing)."""
-    found = {"early": None if early is None else ({}, early[1]), "early_passed": True,
-             "full": [({}, right) for _, right in groups], "passed": [True] * len(groups)}
+    found = {"early": None if early is None else ({}, early[1]), "early_passed": True, "early_noted": False,
+             "full": [({}, right) for _, right in groups], "passed": [True] * len(groups), "noted": [False] * len(groups)}
     return found, None if early is None else early[0], [p for p, _ in groups]
 
 

@@ -18,8 +18,9 @@ fit = script("benchmarks/fit_verifier.py")
 def question(*groups: tuple[bool, bool], early: bool | None = True, early_passed: bool = True) -> dict:
     """A collected question: each group (right, passes: clear of blocking findings and returning rows); the greedy
     draft's row right or wrong as ``early`` (None: no early row)."""
-    return {"early": None if early is None else ({}, early), "early_passed": early_passed,
-            "full": [({}, right) for right, _ in groups], "passed": [passes for _, passes in groups]}
+    return {"early": None if early is None else ({}, early), "early_passed": early_passed, "early_noted": False,
+            "full": [({}, right) for right, _ in groups], "passed": [passes for _, passes in groups],
+            "noted": [False for _ in groups]}
 
 
 @pytest.mark.parametrize(("found", "early_p", "full_p", "chosen"), [
@@ -53,7 +54,7 @@ def test_a_refit_is_replayed_against_the_shipped_file_on_every_question(
     ({**question((True, True), early=True), "early_noted": True, "noted": [False]}, 0.95, [0.9], True),  # the draft's
     ({**question((True, True), (True, True), early=True), "noted": [True, False]}, 0.5, [0.9, 0.8], True),
     ({**question((True, True), (True, True), early=True), "noted": [True, False]}, 0.5, [0.7, 0.8], False),
-    (question((True, True), early=True), 0.5, [0.9], False),  # collected before warnings were: none
+    (question((True, True), early=True), 0.5, [0.9], False),  # no warning
 ])
 def test_the_replayed_choice_carries_its_warning_which_keeps_it_from_reading_likely_right(
     found: dict, early_p: float, full_p: list[float], noted: bool

@@ -61,7 +61,8 @@ LOOPS = {  # token sequences whose tail is a loop: the engine stops there
     "period 8 over 48": tokens_of(" AND a.x = 1") * (LOOP_SPAN // 8),
     "a repeated condition": tokens_of("SELECT * FROM t WHERE") + tokens_of(" a = 1 OR") * 12,
     "newlines": ["\n"] * 30,
-    "a subquery nested in itself": tokens_of("SELECT p FROM r WHERE id =") + tokens_of(" (SELECT id FROM e WHERE id =") * 5,
+    "a subquery nested in itself": tokens_of("SELECT p FROM r WHERE id =")
+    + tokens_of(" (SELECT id FROM e WHERE id =") * 5,
     "a clause of 24 tokens, three times": CLAUSE_24 * LOOP_REPEATS,
 }
 NOT_LOOPS = {  # ordinary SQL, and repetition too short to be a loop
