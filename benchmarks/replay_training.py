@@ -1,14 +1,16 @@
 #!/usr/bin/env python
-"""A refit verifier against the shipped one on the training answers, out of fold: the three checks a refit must pass
+"""A refit verifier against the shipped one on the training answers, out of fold: the checks a refit must pass
 before it replaces ``programs/agents/verifier.json``.
 
     python benchmarks/replay_training.py COLLECTED.jsonl.gz [MORE ...] --data-root DIR \
-        --refit NEW.json --shipped OLD.json [--cut-offs-on COLLECTED.jsonl.gz ...]
+        --refit NEW.json --shipped OLD.json [--shipped-fitted-on FILE ...] [--cut-offs-on COLLECTED.jsonl.gz ...]
 
 The refit's models keep their feature names and are fitted again on all folds but one, whole databases held out
 (as ``fit_verifier.py`` holds them out), to score the held-out questions; its cut-offs are the file's own. The
-shipped file scores every question as it stands, in sample on the answers it was fitted on, which favours it.
-Printed, for each:
+shipped file scores every question as it stands, in sample on the answers it was fitted on, which favours it; with
+``--shipped-fitted-on`` (the files its ``fitted_on`` names, checked against its digest) it is scored out of fold as
+the refit is, on the same folds: its models fitted again on its own answers less the held-out databases score those
+databases' answers it was fitted on, and its file as it stands scores the answers it never saw. Printed, for each:
 
 1. the ROC AUC of each question's final answer;
 2. V2's choice among each question's readings, replayed as ``programs/agents/react.py`` makes it (the first draft
@@ -33,22 +35,42 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import KINDS, Choice, auc, choose, examples, shown  # noqa: E402
+from fit_verifier import KINDS, Choice, auc, choose, examples, lines, provenance, shown  # noqa: E402
 
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import MEANS_WRONG, Model, Verifier, fit_model  # noqa: E402
 
 
-def out_of_fold(rows: Sequence[dict], right: Sequence[bool], dbs: Sequence[str], model: Model) -> np.ndarray:
+def out_of_fold(rows: Sequence[dict], right: Sequence[bool], dbs: Sequence[str], model: Model,
+                fitted: Sequence[bool] | None = None) -> np.ndarray:
     """Each row scored by ``model``'s features fitted again without the row's database (five folds), its weights
-    held as the shipped file holds them (:meth:`~..verifier.Model.never_raising`)."""
+    held as the shipped file holds them (:meth:`~..verifier.Model.never_raising`). Where ``fitted`` marks the rows
+    ``model`` was fitted on, only they are fitted again and scored so; the others are scored by ``model`` as it
+    stands, which never saw them."""
     from sklearn.model_selection import GroupKFold
 
-    found = np.zeros(len(rows))
+    fitted = [True] * len(rows) if fitted is None else fitted
+    found = np.array([0.0 if f else model.probability(row) for row, f in zip(rows, fitted, strict=True)])
     for train, test in GroupKFold(min(5, len(set(dbs)))).split(rows, right, dbs):
-        fitted = fit_model([rows[i] for i in train], [right[i] for i in train], model.names).never_raising(MEANS_WRONG)
-        found[test] = [fitted.probability(rows[i]) for i in test]
+        train = [i for i in train if fitted[i]]
+        again = fit_model([rows[i] for i in train], [right[i] for i in train], model.names).never_raising(MEANS_WRONG)
+        found[[i for i in test if fitted[i]]] = [again.probability(rows[i]) for i in test if fitted[i]]
     return found
+
+
+def keys_fitted_on(verifier: Verifier, files: Sequence[Path]) -> set[tuple]:
+    """The questions and turns ``verifier`` was fitted on, read from ``files``, which must be the inputs its
+    ``fitted_on`` names, byte for byte (the same digest, questions and turns)."""
+    found = provenance(list(files), [])
+    keys = {(r["db_id"], r["index"], r.get("question"), r.get("turn"))
+            for f in files for r in map(json.loads, lines(f))}
+    turns = sum(key[3] is not None for key in keys)
+    want = verifier.fitted_on
+    if (found["digest"], len(keys) - turns, turns) != (want.get("digest"), want.get("questions"), want.get("turns")):
+        raise SystemExit(f"{', '.join(map(str, files))}: digest {found['digest']}, {len(keys) - turns} questions and "
+                         f"{turns} turns, where the shipped file was fitted on {want.get('digest')} "
+                         f"({want.get('questions')} and {want.get('turns')}): name the files it was fitted on")
+    return keys
 
 
 def replayed(questions: list[dict], early: Callable[[int], float | None], full: Callable[[int], list[float]],
@@ -57,17 +79,18 @@ def replayed(questions: list[dict], early: Callable[[int], float | None], full: 
     return [choose(q, early(i), full(i), early_sure) for i, q in enumerate(questions)]
 
 
-def scores_of(questions: list[dict], verifier: Verifier, refit: bool
+def scores_of(questions: list[dict], verifier: Verifier, fitted: Sequence[bool] | None
               ) -> tuple[Callable[[int], float | None], Callable[[int], list[float]]]:
-    """The early and full probabilities of each question by ``verifier``: out of fold where it is the ``refit``."""
+    """The early and full probabilities of each question by ``verifier``: as it stands where ``fitted`` is None,
+    else out of fold on the questions ``fitted`` marks (:func:`out_of_fold`)."""
     early_at = [i for i, q in enumerate(questions) if q["early"] is not None]
     full_at = [(i, j) for i, q in enumerate(questions) for j in range(len(q["full"]))]
-    if refit:
+    if fitted is not None:
         e = out_of_fold([questions[i]["early"][0] for i in early_at], [questions[i]["early"][1] for i in early_at],
-                        [questions[i]["db"] for i in early_at], verifier.early)
+                        [questions[i]["db"] for i in early_at], verifier.early, [fitted[i] for i in early_at])
         f = out_of_fold([questions[i]["full"][j][0] for i, j in full_at],
                         [questions[i]["full"][j][1] for i, j in full_at], [questions[i]["db"] for i, _ in full_at],
-                        verifier.full)
+                        verifier.full, [fitted[i] for i, _ in full_at])
     else:
         e = [verifier.early.probability(questions[i]["early"][0]) for i in early_at]
         f = [verifier.full.probability(questions[i]["full"][j][0]) for i, j in full_at]
@@ -102,18 +125,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refit", type=Path, required=True)
     parser.add_argument("--shipped", type=Path, required=True)
     parser.add_argument("--cut-offs-on", action="append", type=Path, default=[])
+    parser.add_argument("--shipped-fitted-on", action="append", type=Path, default=[],
+                        help="the inputs the shipped file was fitted on: it is then scored out of fold too")
     args = parser.parse_args(argv)
     questions = list(examples(args.files, args.data_root))
     on = {f.resolve() for f in args.cut_offs_on or args.files}
     judged = [q["file"].resolve() in on for q in questions]
     print(f"{len(questions)} questions and turns over {len({q['db'] for q in questions})} databases")
     found = {}
-    for name, path, refit in (("shipped", args.shipped, False), ("refit, out of fold", args.refit, True)):
-        verifier = Verifier.from_json(json.loads(path.read_text()))
+    shipped = Verifier.from_json(json.loads(args.shipped.read_text()))
+    mine = keys_fitted_on(shipped, args.shipped_fitted_on) if args.shipped_fitted_on else None
+    print(f"  the shipped file scored {'as it stands' if mine is None else f'out of fold on its {len(mine)} answers'}")
+    for name, verifier, fitted in (
+            ("shipped", shipped, None if mine is None else [q["key"] in mine for q in questions]),
+            ("refit, out of fold", Verifier.from_json(json.loads(args.refit.read_text())), [True] * len(questions))):
         for kind in ("stand-alone", "follow-up"):
             print(f"  {name} cut-off, {kind}: {verifier.sure_at(follow_up=kind == 'follow-up'):.3f}; early "
                   f"{verifier.sure_at(early=True, follow_up=kind == 'follow-up'):.3f}")
-        found[name] = replayed(questions, *scores_of(questions, verifier, refit), verifier.early_sure)
+        found[name] = replayed(questions, *scores_of(questions, verifier, fitted), verifier.early_sure)
         report(name, verifier, questions, found[name], judged)
     shipped, refit = ([{"index": i, "correct": bool(c and c.right)} for i, c in enumerate(f)] for f in found.values())
     test = paired_comparison(shipped, refit)

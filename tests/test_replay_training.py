@@ -62,3 +62,36 @@ def test_the_replayed_choice_carries_its_warning_which_keeps_it_from_reading_lik
     chosen = replay.choose(found, early_p, full_p, early_sure=0.9)
     assert chosen.noted is noted
     assert chosen.likely_right(0.5) is not noted and not chosen.likely_right(0.99)
+
+
+def test_the_shipped_file_is_scored_out_of_fold_on_the_answers_it_names_and_refused_other_files(
+    tiny_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    singles, turns = (str(f) for f in fixture(tiny_db, tmp_path))
+    roots = ["--data-root", str(tmp_path)]
+    assert fit.main([singles, *roots, "--out", str(tmp_path / "shipped.json")]) == 0
+    assert fit.main([singles, turns, *roots, "--out", str(tmp_path / "refit.json")]) == 0
+    capsys.readouterr()
+    files = [singles, turns, *roots, "--refit", str(tmp_path / "refit.json"),
+             "--shipped", str(tmp_path / "shipped.json")]
+    assert replay.main([*files, "--shipped-fitted-on", singles]) == 0
+    printed = capsys.readouterr().out
+    assert "the shipped file scored out of fold on its 36 answers" in printed
+    assert printed.count(": 48 answers, ") == 2
+    with pytest.raises(SystemExit, match="name the files it was fitted on"):
+        replay.main([*files, "--shipped-fitted-on", turns])
+
+
+def test_out_of_fold_fits_again_only_on_the_rows_the_model_was_fitted_on_and_scores_the_others_as_it_stands() -> None:
+    rows = [{"a": float(i % 3), "b": float(i % 2)} for i in range(60)]
+    dbs = [f"db{i % 6}" for i in range(60)]
+    right = [row["a"] > 0 for row in rows]
+    fitted = [db != "db5" for db in dbs]
+    model = replay.fit_model(rows, right, ("a", "b"))
+    found = replay.out_of_fold(rows, right, dbs, model, fitted)
+    assert [found[i] for i in range(60) if not fitted[i]] == [model.probability(r) for r, f in zip(rows, fitted)
+                                                              if not f]
+    flipped = [not y if not f else y for y, f in zip(right, fitted, strict=True)]  # labels it never saw
+    again = replay.out_of_fold(rows, flipped, dbs, model, fitted)
+    assert list(again) == list(found)
+    assert list(replay.out_of_fold(rows, flipped, dbs, model)) != list(found)  # every row fitted: the labels count

@@ -6,7 +6,8 @@
 # this script and the refit to $OUT (default /tmp/refit-1203.json).
 #   bash benchmarks/results/verifier-data-2026-12-03/refit.sh
 # A later refit sets D (its folder), SHIPPED_AT (the commit of the file it is judged against), R and HELD (the held-out
-# runs reported), as ../verifier-data-2026-12-04/refit.sh does.
+# runs reported), as ../verifier-data-2026-12-04/refit.sh does, and SHIPPED_ON (the files the shipped file was fitted
+# on) to score the shipped file out of fold too, as ../verifier-data-2026-12-05/refit.sh does.
 set -euo pipefail
 D=${D:-benchmarks/results/verifier-data-2026-12-03}
 E=benchmarks/results/verifier-data-2026-11-29
@@ -20,6 +21,8 @@ HELD=${HELD:-"$R/sparc $R/spider-dev $R/bird"}
 ROOTS="--data-root $B/spider-public --data-root $B/sparc-public --data-root $B/bird-public"
 FILES="$E/spider-train.jsonl.gz $D/spider-train-shuffled.jsonl.gz $D/cosql-train.jsonl.gz"
 ON="--cut-offs-on $D/spider-train-shuffled.jsonl.gz --cut-offs-on $D/cosql-train.jsonl.gz"
+FITTED=""
+for f in ${SHIPPED_ON:-}; do FITTED="$FITTED --shipped-fitted-on $f"; done
 quiet() { grep -v -e "Indexing values" -e '^\s*$' || true; }
 # shellcheck disable=SC2086
 .venv/bin/python benchmarks/fit_verifier.py $FILES $ON --data-root $B/spider-train --out "$OUT" 2>&1 \
@@ -27,7 +30,7 @@ quiet() { grep -v -e "Indexing values" -e '^\s*$' || true; }
 # the rule's four figures: the refit out of fold against the shipped file, on the training answers alone
 # shellcheck disable=SC2086
 .venv/bin/python benchmarks/replay_training.py $FILES --data-root $B/spider-train --refit "$OUT" --shipped $SHIPPED \
-    $ON 2>&1 | quiet > $D/refit-training.txt
+    $ON $FITTED 2>&1 | quiet > $D/refit-training.txt
 # reported, choosing nothing: the held-out records of 2026-11-28 (bird-public was tuned on earlier)
 for args in "$HELD" "$R/sparc --relaxed"; do
   # shellcheck disable=SC2086
