@@ -22,7 +22,7 @@ import argparse
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,17 +255,19 @@ def by_database(answers: Sequence[tuple[float, bool, str]]) -> dict[str, float] 
 def cut_offs(answers: dict[int, tuple[float, bool]], turns: list[int | None], label: str,
              noted: dict[int, bool] | None = None) -> tuple[float, float | None]:
     """The cut-offs for "likely right" (:func:`~text2sql_dspy.programs.calibration.sure_threshold`, out of fold):
-    a stand-alone question's (a single question or a conversation's first turn), and a follow-up's on the later turns
-    alone (1.01, never sure, where none reaches it; None where there are no follow-ups): a conversation's later
-    turns are right less often at the same probability, and the promise must hold for them too. Answers ``noted``
+    a stand-alone question's, the higher of the cut-offs of single questions and of conversations' first turns, each
+    on its own answers (a conversation opens with vaguer questions, right less often at the same probability, and
+    the verdict cannot tell them apart); and a follow-up's on the later turns alone. A kind none of whose cut-offs
+    reaches 90% right gets 1.01, never sure; a follow-up's is None where there are no follow-ups. Answers ``noted``
     with a warning are left out: they never read "likely right", so the promise is not made of them."""
-    found: list[float | None] = []
-    for kind, keep in (("stand-alone", lambda t: not t), ("follow-up", lambda t: bool(t))):
+    def cut(kind: str, keep: Callable[[int | None], bool]) -> float | None:
         part = [answers[i] for i in sorted(answers) if keep(turns[i]) and not (noted or {}).get(i)]
-        cut = sure_threshold([p for p, _ in part], [y for _, y in part]) if part else None
-        print(f"  {label}, {kind}: {len(part)} answers, cut-off {'none' if cut is None else f'{cut:.3f}'}")
-        found.append(None if not part else 1.01 if cut is None else cut)
-    return 1.01 if found[0] is None else found[0], found[1]
+        found = sure_threshold([p for p, _ in part], [y for _, y in part]) if part else None
+        print(f"  {label}, {kind}: {len(part)} answers, cut-off {'none' if found is None else f'{found:.3f}'}")
+        return None if not part else 1.01 if found is None else found
+
+    alone = [c for kind, keep in list(KINDS.items())[:2] if (c := cut(kind, keep)) is not None]
+    return max(alone, default=1.01), cut("follow-ups", KINDS["later turns"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
 from fit_verifier import examples, provenance  # noqa: E402
-from replay_training import Choice, replayed, scores_of  # noqa: E402
+from replay_training import Choice, keys_fitted_on, replayed, scores_of  # noqa: E402
 
 from text2sql_dspy.programs.agents.verifier import KINDS, Verifier, kind_of  # noqa: E402
 from text2sql_dspy.programs.calibration import sure_threshold  # noqa: E402
@@ -71,14 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = json.loads(args.verifier.read_text())
     verifier = Verifier.from_json(data)
-    fitted = list(examples(args.fitted_on, args.data_root))
-    digest = provenance(args.fitted_on, fitted)["digest"]
-    if digest != verifier.fitted_on.get("digest"):
-        parser.error(f"--fitted-on digest {digest} is not {args.verifier}'s ({verifier.fitted_on.get('digest')}): "
-                     "name the files it was fitted on, in its fit's order")
-    seen = {q["key"] for q in fitted}
+    seen = keys_fitted_on(verifier, args.fitted_on)
     questions = [q for q in examples(args.files, args.data_root) if q["key"] not in seen]
-    chosen = replayed(questions, *scores_of(questions, verifier, refit=False), verifier.early_sure)
+    chosen = replayed(questions, *scores_of(questions, verifier, None), verifier.early_sure)
     answers = [(c, q) for c, q in zip(chosen, questions, strict=True) if c is not None]
     dbs = sorted({q["db"] for _, q in answers})
     print(f"{len(answers)} answers over {len(dbs)} databases that {args.verifier} was not fitted on")

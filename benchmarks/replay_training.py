@@ -68,8 +68,9 @@ def keys_fitted_on(verifier: Verifier, files: Sequence[Path]) -> set[tuple]:
     want = verifier.fitted_on
     if (found["digest"], len(keys) - turns, turns) != (want.get("digest"), want.get("questions"), want.get("turns")):
         raise SystemExit(f"{', '.join(map(str, files))}: digest {found['digest']}, {len(keys) - turns} questions and "
-                         f"{turns} turns, where the shipped file was fitted on {want.get('digest')} "
-                         f"({want.get('questions')} and {want.get('turns')}): name the files it was fitted on")
+                         f"{turns} turns, where the verifier was fitted on {want.get('digest')} "
+                         f"({want.get('questions')} and {want.get('turns')}): name the files it was fitted on, in "
+                         "its fit's order")
     return keys
 
 

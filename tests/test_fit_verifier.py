@@ -111,6 +111,24 @@ def test_the_cut_offs_hold_for_stand_alone_questions_and_follow_ups_apart(follow
     assert fit.cut_offs(dict(enumerate(pairs)), turns, "sure") == pytest.approx(expected)
 
 
+FIRST_TURNS_LATER = [(0.95 + i / 1000, True) for i in range(12)] + [(0.92, False)] * 4  # 90% right only above 0.95
+FIRST_TURNS_NEVER = [(0.99, i % 2 == 0) for i in range(16)]
+
+
+@pytest.mark.parametrize(("first_turns", "expected"), [
+    ([], 0.9),  # single questions alone
+    (FIRST_TURNS_LATER, 0.95),  # the higher: the promise holds for a conversation's first turns too
+    ([(p - 0.2, y) for p, y in STAND_ALONE], 0.9),  # first turns reach it lower: the single questions' holds
+    (FIRST_TURNS_NEVER, 1.01),  # first turns never reach 90% right: no stand-alone answer is "likely right"
+])
+def test_the_stand_alone_cut_off_holds_for_single_questions_and_first_turns_apart(
+    first_turns: list, expected: float
+) -> None:
+    pairs = STAND_ALONE + first_turns
+    turns = [None] * len(STAND_ALONE) + [0] * len(first_turns)
+    assert fit.cut_offs(dict(enumerate(pairs)), turns, "sure") == pytest.approx((expected, None))
+
+
 WRONG_WITH_A_WARNING = [(0.95, False)] * 2  # answers that never read "likely right"
 
 
