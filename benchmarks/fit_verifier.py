@@ -22,7 +22,7 @@ import argparse
 import gzip
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,22 +252,28 @@ def by_database(answers: Sequence[tuple[float, bool, str]]) -> dict[str, float] 
             "chance": sum(v <= 0.5 for v in values)}
 
 
+def held_cut_off(parts: Sequence[Sequence[tuple[float, bool]]]) -> float | None:
+    """The lowest "likely right" cut-off at which each of ``parts`` (answers as (probability, right)) that has
+    answers holds 90% right (:func:`~text2sql_dspy.programs.calibration.sure_threshold`): the highest of their own,
+    1.01 (never sure) where one never does; None where no part has answers."""
+    cuts = [sure_threshold([p for p, _ in part], [y for _, y in part]) for part in parts if part]
+    return max((1.01 if cut is None else cut for cut in cuts), default=None)
+
+
 def cut_offs(answers: dict[int, tuple[float, bool]], turns: list[int | None], label: str,
              noted: dict[int, bool] | None = None) -> tuple[float, float | None]:
-    """The cut-offs for "likely right" (:func:`~text2sql_dspy.programs.calibration.sure_threshold`, out of fold):
-    a stand-alone question's, the higher of the cut-offs of single questions and of conversations' first turns, each
-    on its own answers (a conversation opens with vaguer questions, right less often at the same probability, and
-    the verdict cannot tell them apart); and a follow-up's on the later turns alone. A kind none of whose cut-offs
-    reaches 90% right gets 1.01, never sure; a follow-up's is None where there are no follow-ups. Answers ``noted``
-    with a warning are left out: they never read "likely right", so the promise is not made of them."""
-    def cut(kind: str, keep: Callable[[int | None], bool]) -> float | None:
-        part = [answers[i] for i in sorted(answers) if keep(turns[i]) and not (noted or {}).get(i)]
-        found = sure_threshold([p for p, _ in part], [y for _, y in part]) if part else None
-        print(f"  {label}, {kind}: {len(part)} answers, cut-off {'none' if found is None else f'{found:.3f}'}")
-        return None if not part else 1.01 if found is None else found
-
-    alone = [c for kind, keep in list(KINDS.items())[:2] if (c := cut(kind, keep)) is not None]
-    return max(alone, default=1.01), cut("follow-ups", KINDS["later turns"])
+    """The cut-offs for "likely right", out of fold (:func:`held_cut_off`): a stand-alone question's, held by single
+    questions and by conversations' first turns apart (a conversation opens with vaguer questions, right less often
+    at the same probability, and the verdict cannot tell the two apart); and a follow-up's, on the later turns. A
+    stand-alone cut-off is 1.01 where there are no answers; a follow-up's None where there are no follow-ups. Answers
+    ``noted`` with a warning are left out: they never read "likely right", so the promise is not made of them."""
+    parts = {kind: [answers[i] for i in sorted(answers) if keep(turns[i]) and not (noted or {}).get(i)]
+             for kind, keep in KINDS.items()}
+    for kind, part in parts.items():
+        cut = held_cut_off([part])
+        print(f"  {label}, {kind}: {len(part)} answers, cut-off {'none' if cut in (None, 1.01) else f'{cut:.3f}'}")
+    alone = held_cut_off([parts["single questions"], parts["first turns"]])
+    return 1.01 if alone is None else alone, held_cut_off([parts["later turns"]])
 
 
 def main(argv: list[str] | None = None) -> int:

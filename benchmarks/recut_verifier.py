@@ -9,7 +9,8 @@ its models and every other number kept: V2 drafts, samples and chooses as before
 ``fitted_on`` digest, and their questions are left out. On the rest, V2's choice is replayed as
 ``replay_training.py`` replays it, and each kind of answer (:data:`~..verifier.KINDS`: stand-alone or follow-up, by
 the early model or the full one) gets the lowest probability at which 90% of its answers without a warning were
-right (:func:`~..calibration.sure_threshold`; never, where none is): an answer with a warning never reads so.
+right, held by single questions and first turns apart as the fit holds them (never, where none is): an answer with a
+warning never reads so.
 Printed first, out of fold (two halves of the databases, each cut on the other): how many answers each kind's cut-off calls likely right, and how many of them
 are right, against the shipped cut-offs on the same answers.
 """
@@ -23,11 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import examples, provenance  # noqa: E402
+from fit_verifier import KINDS as TURNS  # noqa: E402
+from fit_verifier import examples, held_cut_off, provenance  # noqa: E402
 from replay_training import Choice, keys_fitted_on, replayed, scores_of  # noqa: E402
 
 from text2sql_dspy.programs.agents.verifier import KINDS, Verifier, kind_of  # noqa: E402
-from text2sql_dspy.programs.calibration import sure_threshold  # noqa: E402
 
 NEVER = 1.01  # a cut-off no probability reaches
 
@@ -37,11 +38,14 @@ def kind(choice: Choice, question: dict) -> str:
 
 
 def cut_offs(answers: Sequence[tuple[Choice, dict]]) -> dict[str, float]:
-    """Each kind's cut-off on ``answers`` (:data:`NEVER` where none reaches 90%, or the kind has no answers)."""
+    """Each kind's cut-off on ``answers``, held by single questions, first turns and later turns apart as the fit
+    holds them (:func:`~fit_verifier.held_cut_off`; :data:`NEVER` where none reaches 90%, or the kind has no
+    answers). An answer with a warning never reads "likely right", so it chooses nothing."""
     found = {}
     for name in KINDS:
-        mine = [c for c, q in answers if kind(c, q) == name and not c.noted]  # an answer with a warning never reads so
-        found[name] = sure_threshold([c.p for c in mine], [c.right for c in mine]) or NEVER
+        mine = [(c, q) for c, q in answers if kind(c, q) == name and not c.noted]
+        found[name] = held_cut_off([[(c.p, c.right) for c, q in mine if keep(q["turn"])] for keep in TURNS.values()]
+                                   ) or NEVER
     return found
 
 

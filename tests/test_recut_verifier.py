@@ -15,7 +15,7 @@ recut = script("benchmarks/recut_verifier.py")
 fit = script("benchmarks/fit_verifier.py")
 replay = script("benchmarks/replay_training.py")
 
-SINGLE, FOLLOW_UP = {"turn": None}, {"turn": 2}
+SINGLE, FIRST_TURN, FOLLOW_UP = {"turn": None}, {"turn": 0}, {"turn": 2}
 
 
 def answers(*spec: tuple[float, bool, bool, dict]) -> list:
@@ -37,6 +37,10 @@ def answers(*spec: tuple[float, bool, bool, dict]) -> list:
     # each model's answers are cut apart: the early model's at its own probability
     (answers((0.99, True, True, SINGLE), (0.6, False, True, SINGLE)),
      {"stand-alone early": 0.99, "stand-alone": 0.6, "follow-up early": recut.NEVER}),
+    # single questions hold at 0.6, a conversation's first turns only at 0.9: the stand-alone cut-off holds for both
+    (answers((0.9, False, True, SINGLE), (0.6, False, True, SINGLE), (0.9, False, True, FIRST_TURN),
+             (0.6, False, False, FIRST_TURN)),
+     {"stand-alone": 0.9}),
 ])
 def test_the_cut_offs_by_kind(found: list, cuts: dict[str, float]) -> None:
     chosen = recut.cut_offs(found)
