@@ -7,10 +7,11 @@
 Each input is what ``benchmarks/collect_candidates.py`` wrote for a training split (never a dev or test set). Every
 reading is checked again by today's validator with its question, so the lints are today's. Cross-validation holds
 out whole databases (scikit-learn's ``GroupKFold``), so its figures say how the verifier does on a database it was
-not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge and with and without
-the question-against-query features (``asked.py``); each is kept only where it adds to the AUC out of fold. "One
-draft is enough" (``early_sure``) is where settling on the first draft costs next to no answer that sampling gets
-(:func:`one_draft_enough`, V2's choice replayed out of fold); the words' cut-offs are apart from it, chosen on the
+not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge, the
+question-against-query features (``asked.py``) and the follow-up features; each is kept only where it adds to the
+ROC AUC of the questions' final answers out of fold. "One draft is enough" (``early_sure``) is where settling on the
+first draft costs next to no answer that sampling gets (:func:`one_draft_enough`, V2's choice replayed out of
+fold); the words' cut-offs are apart from it, chosen on the
 answers that carry no warning (an answer with one never reads "likely right", so the promise is of the others). The
 file's ``fitted_on`` names the training sets (each input's name), how many questions, turns and databases, and a
 digest of the collected answers, so that a refit on the same files writes the same bytes.
@@ -37,7 +38,7 @@ from text2sql_dspy.programs.query.findings import BLOCKING
 from text2sql_dspy.programs.source import open_source
 
 GAIN = 0.01  # a model keeps the judge, the question-against-query features or the follow-up features only where they
-# add this much ROC AUC out of fold (the follow-up features: on the follow-up rows, losing none on all rows)
+# add this much to the ROC AUC of the questions' final answers out of fold
 
 
 def database_of(db_id: str, roots: list[Path]) -> Path:
@@ -200,25 +201,33 @@ def provenance(files: list[Path], questions: list[dict]) -> dict:
             "databases": len({q["db"] for q in questions}), "digest": digest.hexdigest()[:16]}
 
 
-def kept(rows: list, right: list[bool], dbs: list[str], names: tuple[str, ...], label: str) -> tuple[tuple, np.ndarray]:
-    """``names``, with :data:`ASKED` added where they gain :data:`GAIN` ROC AUC out of fold, then :data:`FOLLOW_UP`
-    where they gain as much on the follow-up rows and lose nothing on all; and that fit's scores."""
+def final_auc(scores: Sequence[float], right: Sequence[bool], asked: Sequence[int] | None = None) -> float | None:
+    """The ROC AUC of each question's final answer, its likeliest row, as V2 chooses (``asked``: each row's question;
+    default, a question each)."""
+    best: dict[int, tuple[float, bool]] = {}
+    for i, p, y in zip(range(len(scores)) if asked is None else asked, scores, right, strict=True):
+        if i not in best or p > best[i][0]:
+            best[i] = (float(p), bool(y))
+    return auc([p for p, _ in best.values()], [y for _, y in best.values()])
+
+
+def kept(rows: list, right: list[bool], dbs: list[str], names: tuple[str, ...], label: str,
+         asked: Sequence[int] | None = None) -> tuple[tuple, np.ndarray]:
+    """``names``, with :data:`ASKED` added where they gain :data:`GAIN` in the ROC AUC of the questions' final answers
+    out of fold (:func:`final_auc`: what a user is told of, and what a refit is judged by), then :data:`FOLLOW_UP`
+    where they do; and that fit's scores. The rows' own AUC, and the follow-up rows', are printed beside it."""
     scores = out_of_fold(rows, right, dbs, names)
-    print(f"  {label}: AUC {shown(auc(list(scores), right))}")
+    print(f"  {label}: AUC {shown(auc(list(scores), right))}, final answers {shown(final_auc(scores, right, asked))}")
     follow_ups = [i for i, row in enumerate(rows) if row["follow-up"]]
-    for group, what, judged_on in ((ASKED, "the question-against-query features", None),
-                                   (FOLLOW_UP, "the follow-up features", follow_ups)):
+    for group, what in ((ASKED, "the question-against-query features"), (FOLLOW_UP, "the follow-up features")):
         more = out_of_fold(rows, right, dbs, (*names, *group))
-        gain = (auc(list(more), right) or 0) - (auc(list(scores), right) or 0)
-        line = f"    with {what}: AUC {shown(auc(list(more), right))} (gain {gain:+.3f}"
-        if judged_on is not None:
-            on = [right[i] for i in judged_on]
-            part = (auc([more[i] for i in judged_on], on) or 0) - (auc([scores[i] for i in judged_on], on) or 0)
-            line += f"; on {len(judged_on)} follow-up rows {part:+.3f}"
-            keep = part >= GAIN and gain >= 0
-        else:
-            keep = gain >= GAIN
-        print(line + (", kept)" if keep else ")"))
+        gain = (final_auc(more, right, asked) or 0) - (final_auc(scores, right, asked) or 0)
+        on = [right[i] for i in follow_ups]
+        part = (auc([more[i] for i in follow_ups], on) or 0) - (auc([scores[i] for i in follow_ups], on) or 0)
+        keep = gain >= GAIN
+        print(f"    with {what}: AUC {shown(auc(list(more), right))}, final answers "
+              f"{shown(final_auc(more, right, asked))} (gain {gain:+.3f}; on {len(follow_ups)} follow-up rows "
+              f"{part:+.3f}{', kept' if keep else ''})")
         if keep:
             names, scores = (*names, *group), more
     return names, scores
@@ -303,11 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\nout of fold (whole databases held out):")
     early_names, early_oof = kept(e_rows, e_right, e_dbs, EARLY, "early")
     without_judge = tuple(n for n in FULL if n not in ("judge", "judged"))
-    full_names, full_oof = kept(f_rows, f_right, f_dbs, FULL, "full, with the judge")
-    plain_names, plain_oof = kept(f_rows, f_right, f_dbs, without_judge, "full, without the judge")
-    gain = (auc(list(full_oof), f_right) or 0) - (auc(list(plain_oof), f_right) or 0)
+    full_names, full_oof = kept(f_rows, f_right, f_dbs, FULL, "full, with the judge", asked)
+    plain_names, plain_oof = kept(f_rows, f_right, f_dbs, without_judge, "full, without the judge", asked)
+    gain = (final_auc(full_oof, f_right, asked) or 0) - (final_auc(plain_oof, f_right, asked) or 0)
     judge_helps = gain >= GAIN
-    print(f"  the judge adds {gain:+.3f}{': kept' if judge_helps else ''}")
+    print(f"  the judge adds {gain:+.3f} to the final answers' AUC{': kept' if judge_helps else ''}")
     names = full_names if judge_helps else plain_names
     chosen_oof = full_oof if judge_helps else plain_oof
     by_turn(chosen_oof, f_right, [questions[i]["turn"] for i in asked])

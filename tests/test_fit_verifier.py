@@ -111,6 +111,17 @@ def test_the_cut_offs_hold_for_stand_alone_questions_and_follow_ups_apart(follow
     assert fit.cut_offs(dict(enumerate(pairs)), turns, "sure") == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(("scores", "right", "asked", "expected"), [
+    ([0.9, 0.2, 0.8, 0.1], [True, False, False, True], None, 0.5),  # a question each: the rows' own AUC
+    ([0.9, 0.2, 0.8, 0.1], [True, False, False, True], [0, 0, 1, 1], 1.0),  # each question's likeliest row
+    ([0.9, 0.95, 0.8, 0.1], [True, False, True, False], [0, 0, 1, 1], 0.0),  # a wrong row above a right one
+    ([0.9, 0.2], [True, False], [0, 0], None),  # one question: no AUC
+])
+def test_final_answers_are_each_questions_likeliest_row(scores: list, right: list, asked: list | None,
+                                                          expected: float | None) -> None:
+    assert fit.final_auc(scores, right, asked) == expected
+
+
 FIRST_TURNS_LATER = [(0.95 + i / 1000, True) for i in range(12)] + [(0.92, False)] * 4  # 90% right only above 0.95
 FIRST_TURNS_NEVER = [(0.99, i % 2 == 0) for i in range(16)]
 
