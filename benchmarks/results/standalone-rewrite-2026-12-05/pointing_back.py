@@ -4,7 +4,8 @@ instruction for ``StandAloneQuestion`` and with one that forbids pointing back: 
 
     python benchmarks/results/standalone-rewrite-2026-12-05/pointing_back.py ARM OUT.jsonl [--per-kind N]
 
-ARM is ``today`` or ``alone``. The turns are the follow-ups of ``../verifier-data-2026-12-05/cosql-train.jsonl.gz``
+ARM is ``today``, ``alone`` (an instruction that forbids pointing back) or ``joined`` (no rewrite: the
+conversation's questions joined, ``joined_question``, on the turns whose rewrite points back only). The turns are the follow-ups of ``../verifier-data-2026-12-05/cosql-train.jsonl.gz``
 whose collected rewrite names the conversation, an earlier query or what was listed, mentioned or returned (the word
 list below; its hits read by hand on a sample), and as many others drawn at random (seed 0). Each is rewritten with
 the turns the collector showed (the program's own earlier answers) and drafted as V2 drafts its stand-alone reading
@@ -28,7 +29,7 @@ from collect_candidates import build_program, is_right  # noqa: E402
 
 from text2sql_dspy.programs.agents.drafting import draft_sql  # noqa: E402
 from text2sql_dspy.programs.answer import Answer  # noqa: E402
-from text2sql_dspy.programs.conversation import Turn, standalone_question  # noqa: E402
+from text2sql_dspy.programs.conversation import Turn, joined_question, standalone_question  # noqa: E402
 from text2sql_dspy.programs.dataset import load_split, scoring_of  # noqa: E402
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter  # noqa: E402
 from text2sql_dspy.signatures import conversation  # noqa: E402
@@ -62,7 +63,7 @@ def history(records: list[dict], record: dict) -> list[Turn]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("arm", choices=("today", "alone"))
+    parser.add_argument("arm", choices=("today", "alone", "joined"))
     parser.add_argument("out", type=Path)
     parser.add_argument("--per-kind", type=int, default=56)
     args = parser.parse_args()
@@ -74,12 +75,14 @@ def main() -> int:
     done = {json.loads(line)["index"] for line in args.out.open()} if args.out.exists() else set()
     program = build_program()
     for record, back in chosen(records, args.per_kind):
-        if record["index"] in done:
+        if record["index"] in done or (args.arm == "joined" and not back):
             continue
         example = examples[record["index"]]
         assert example.question == record["question"], record["index"]
         with dspy.context(lm=program.lm, adapter=StablePrefixAdapter()):
-            question = standalone_question(example.question, history(records, record), program.lm)
+            turns = history(records, record)
+            question = (joined_question(example.question, turns) if args.arm == "joined"
+                        else standalone_question(example.question, turns, program.lm))
             source = program.source(example.db_path)
             view = program.schema(source, question)
             draft = draft_sql(program.draft, program.lm, source=source, question=question, table_schemas=view.text,
