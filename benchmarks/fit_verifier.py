@@ -83,6 +83,11 @@ def previous_queries(records: list[dict]) -> dict[tuple, str]:
             if r.get("turn") is not None}
 
 
+def key_of(record: dict) -> tuple:
+    """A collected question's identity across files: its database, index, question and turn."""
+    return record["db_id"], record["index"], record.get("question"), record.get("turn")
+
+
 def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
     """Per question: its database, the early row (the greedy draft), the full rows (each judged result group), their
     texts (question, query, the query before it), and what V2's choice reads besides the probability: whether each
@@ -93,7 +98,7 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
         records = [json.loads(line) for line in lines(file)]
         answered = previous_queries(records)
         for record in records:
-            key = (record["db_id"], record["index"], record.get("question"), record.get("turn"))
+            key = key_of(record)
             if key in seen:
                 continue
             seen.add(key)
@@ -201,14 +206,20 @@ def provenance(files: list[Path], questions: list[dict]) -> dict:
             "databases": len({q["db"] for q in questions}), "digest": digest.hexdigest()[:16]}
 
 
+def likeliest(scores: Sequence[float], asked: Sequence[int] | None = None) -> dict[int, int]:
+    """Each question's likeliest row, its final answer as V2 chooses (the first among equals), by question
+    (``asked``: each row's question; default, a question each)."""
+    best: dict[int, int] = {}
+    for k, i in enumerate(range(len(scores)) if asked is None else asked):
+        if i not in best or scores[k] > scores[best[i]]:
+            best[i] = k
+    return best
+
+
 def final_auc(scores: Sequence[float], right: Sequence[bool], asked: Sequence[int] | None = None) -> float | None:
-    """The ROC AUC of each question's final answer, its likeliest row, as V2 chooses (``asked``: each row's question;
-    default, a question each)."""
-    best: dict[int, tuple[float, bool]] = {}
-    for i, p, y in zip(range(len(scores)) if asked is None else asked, scores, right, strict=True):
-        if i not in best or p > best[i][0]:
-            best[i] = (float(p), bool(y))
-    return auc([p for p, _ in best.values()], [y for _, y in best.values()])
+    """The ROC AUC of each question's final answer (:func:`likeliest`)."""
+    rows = likeliest(scores, asked).values()
+    return auc([float(scores[k]) for k in rows], [bool(right[k]) for k in rows])
 
 
 def kept(rows: list, right: list[bool], dbs: list[str], names: tuple[str, ...], label: str,
@@ -320,11 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     names = full_names if judge_helps else plain_names
     chosen_oof = full_oof if judge_helps else plain_oof
     by_turn(chosen_oof, f_right, [questions[i]["turn"] for i in asked])
-    answers: dict[int, tuple[float, bool]] = {}  # each question's answer: its likeliest group, as V2 chooses
-    noted: dict[int, bool] = {}  # whether that answer carries a warning
-    for i, j, p, y in zip(asked, group, chosen_oof, f_right, strict=True):
-        if i not in answers or p > answers[i][0]:
-            answers[i], noted[i] = (float(p), y), questions[i]["noted"][j]
+    final_rows = likeliest(chosen_oof, asked)  # each question's answer: its likeliest group, as V2 chooses
+    answers = {i: (float(chosen_oof[k]), f_right[k]) for i, k in final_rows.items()}
+    noted = {i: questions[i]["noted"][group[k]] for i, k in final_rows.items()}  # whether it carries a warning
     final = sorted(answers.values())
     print(f"final answers out of fold: {len(final)}, {sum(y for _, y in final)} right, ROC AUC "
           f"{shown(auc([p for p, _ in final], [y for _, y in final]))}")

@@ -10,9 +10,9 @@ its models and every other number kept: V2 drafts, samples and chooses as before
 ``replay_training.py`` replays it, and each kind of answer (:data:`~..verifier.KINDS`: stand-alone or follow-up, by
 the early model or the full one) gets the lowest probability at which 90% of its answers without a warning were
 right, held by single questions and first turns apart as the fit holds them (never, where none is): an answer with a
-warning never reads so.
-Printed first, out of fold (two halves of the databases, each cut on the other): how many answers each kind's cut-off calls likely right, and how many of them
-are right, against the shipped cut-offs on the same answers.
+warning never reads so. Printed first, out of fold (two halves of the databases, each cut on the other): how many
+answers each kind's cut-off calls likely right, and how many of them are right, against the shipped cut-offs on the
+same answers.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import KINDS, Choice, auc, choose, examples, lines, provenance, shown  # noqa: E402
+from fit_verifier import KINDS, Choice, auc, choose, examples, key_of, lines, provenance, shown  # noqa: E402
 
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import MEANS_WRONG, Model, Verifier, fit_model  # noqa: E402
@@ -62,8 +62,7 @@ def keys_fitted_on(verifier: Verifier, files: Sequence[Path]) -> set[tuple]:
     """The questions and turns ``verifier`` was fitted on, read from ``files``, which must be the inputs its
     ``fitted_on`` names, byte for byte (the same digest, questions and turns)."""
     found = provenance(list(files), [])
-    keys = {(r["db_id"], r["index"], r.get("question"), r.get("turn"))
-            for f in files for r in map(json.loads, lines(f))}
+    keys = {key_of(json.loads(line)) for f in files for line in lines(f)}
     turns = sum(key[3] is not None for key in keys)
     want = verifier.fitted_on
     if (found["digest"], len(keys) - turns, turns) != (want.get("digest"), want.get("questions"), want.get("turns")):
