@@ -19,6 +19,7 @@ from text2sql_dspy.programs.catalog.introspection import introspect
 from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.examples.identity import catalog_key
+from text2sql_dspy.programs.query.grouping import regrouped
 from text2sql_dspy.programs.query.requalify import requalified
 from text2sql_dspy.programs.catalog.samples import sampled
 from text2sql_dspy.programs.query.validator import SQLValidator
@@ -75,10 +76,11 @@ class DataSource:
 
     def runnable(self, sql: str) -> str:
         """A drafted ``sql`` as this engine needs it: a column on the wrong table moved to the one that has it
-        (:func:`~.requalify.requalified`), then SQLite habits carried to this engine (:func:`~.dialect.portable`).
+        (:func:`~.requalify.requalified`), a join ranked by an aggregate it has no group for grouped by the rows it
+        shows (:func:`~.grouping.regrouped`), then SQLite habits carried to this engine (:func:`~.dialect.portable`).
         A query too deeply nested to rewrite is returned as it is, for the validator to refuse."""
         try:
-            sql = requalified(sql, self.catalog, self.dialect)
+            sql = regrouped(requalified(sql, self.catalog, self.dialect), self.dialect)
             return portable(sql, self.dialect, self.column_names, self.text_column_names, self.integer_column_names)
         except RecursionError:
             return sql

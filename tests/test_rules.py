@@ -73,7 +73,7 @@ def matches(findings: Iterable[Finding], expected: list[tuple[Kind, str]]) -> bo
 
 def test_rules_run_in_todays_order() -> None:
     assert [rule.__name__ for rule in RULES] == [
-        "names", "select_star", "limit_without_order", "cartesian_join", "always_true_join", "fan_out", "unused_join",
+        "names", "ungrouped_aggregate", "select_star", "limit_without_order", "cartesian_join", "always_true_join", "fan_out", "unused_join",
         "negation_over_join", "off_key_join", "counted_join_key", "both_values", "unasked_limit", "sum_of_key",
         "sum_for_count", "value_not_row", "opaque_id", "dropped_filter", "unasked_filter", "name_as_key",
         "month_name_date", "unlinked_join", "missing_values", "shows_key",
@@ -276,7 +276,9 @@ STEPS = [
              "dangerous operation: multiple statements (SELECT, SELECT); send exactly one SELECT"))),
     ("VALUES (1, 2)", expect((Kind.NOT_A_QUERY, "not a query: expected one SELECT statement, got VALUES"))),
     ("SELECT email FROM users WHERE count(*) > 1",
-     expect((Kind.DATABASE_ERROR, "database error: misuse of aggregate function count()"))),
+     expect((Kind.UNGROUPED_AGGREGATE, "COUNT(*) in WHERE: an aggregate is never allowed there"))),
+    ("SELECT email FROM users WHERE id = likelihood(1, 2)",
+     expect((Kind.DATABASE_ERROR, "database error: second argument to likelihood() must be a constant between 0.0 and 1.0"))),
     ("SELECT email FROM users WHERE status = 'gone'", expect((Kind.EMPTY_RESULT, EMPTY))),
     ("SELECT email FROM users ORDER BY id", expect()),
 ]  # fmt: skip
@@ -319,13 +321,14 @@ def test_a_key_shown_follows_the_dry_run_and_only_on_a_valid_query(validator: SQ
     result = validator.validate("SELECT organization_id FROM users WHERE full_name = 'Nobody'", question)
     assert said(result.findings) == [(Kind.EMPTY_RESULT, EMPTY), (Kind.SHOWS_KEY, KEY)]
     assert result.valid and result.warnings == [EMPTY, KEY]
-    result = validator.validate("SELECT organization_id FROM users WHERE count(*) > 1", question)
+    result = validator.validate("SELECT organization_id FROM users WHERE id = likelihood(1, 2)",
+                                question)
     assert [f.kind for f in result.findings] == [Kind.DATABASE_ERROR]
     assert validator.validate("SELECT organization_id FROM users WHERE full_name = 'Nobody'").warnings == [EMPTY]
 
 
 def test_a_result_lists_its_errors_first(validator: SQLValidator) -> None:
-    result = validator.validate("SELECT * FROM users WHERE count(*) > 1")
+    result = validator.validate("SELECT * FROM users WHERE id = likelihood(1, 2)")
     assert [f.kind for f in result.findings] == [Kind.DATABASE_ERROR, Kind.SELECT_STAR]
     assert [f.message for f in result.findings] == [*result.errors, *result.warnings]
 

@@ -27,6 +27,7 @@ class Kind(StrEnum):
     UNKNOWN_COLUMN = "unknown column"
     AMBIGUOUS_COLUMN = "ambiguous column"
     COMPOUND_ORDER_BY = "compound order by"  # ORDER BY of UNION/INTERSECT/EXCEPT naming no result column
+    UNGROUPED_AGGREGATE = "ungrouped aggregate"  # an aggregate in ORDER BY or WHERE of a query that has no group
     DATABASE_ERROR = "database error"  # the dry run failed
     NOT_ANALYSED = "not analysed"  # the validator itself failed
     # warnings: advice, the query stays valid

@@ -22,6 +22,11 @@ An unqualified column that several tables read there have, where the query joins
 (``SELECT user_id FROM users u JOIN blocks b ON b.user_id = u.user_id``), is given to the first: every reading
 gives the same value.
 
+An aggregate in a subquery of a WHERE or ON that reads only an enclosing query's columns
+(``WHERE T2.balance > (SELECT AVG(T1.balance) FROM savings)``, ``T1`` read outside) belongs, for SQLite, to the
+enclosing query, where no aggregate is allowed: each such column that exactly one table of the subquery has is
+given to that table.
+
 A table the catalog lacks but whose name is the role of a foreign key read in the query (``JOIN eye_colour
 ON T1.eye_colour_id = eye_colour.id``, where ``superhero.eye_colour_id`` references ``colour``) becomes the
 referenced table, under the name the query gave it (``JOIN colour AS eye_colour``), when exactly one such key exists.
@@ -54,6 +59,7 @@ def requalified(sql: str, catalog: Catalog, dialect: str = "sqlite") -> str:
         changed = _requalify(tree, catalog) or changed
         changed = _respell(tree, catalog) or changed
         changed = _disambiguate(tree, catalog) or changed
+        changed = _own_aggregates(tree, catalog) or changed
         return tree.sql(dialect=dialect) if changed else sql
     except (SqlglotError, RecursionError, ValueError):
         return sql
@@ -139,6 +145,29 @@ def _disambiguate(tree: exp.Expr, catalog: Catalog) -> bool:
             pairs = {frozenset((a.lower(), b.lower())) for a in owners for b in owners if a != b}
             if len(owners) >= 2 and pairs <= linked:
                 column.set("table", exp.to_identifier(owners[0]))
+                changed = True
+    return changed
+
+
+def _own_aggregates(tree: exp.Expr, catalog: Catalog) -> bool:
+    """Give each subquery's aggregate that reads only enclosing queries' columns, in a WHERE or ON, the subquery's
+    own table that has them; whether any was moved."""
+    changed = False
+    for scope in traverse_scope(tree):
+        select = scope.expression
+        if scope.parent is None or not isinstance(select, exp.Select) or select.find_ancestor(exp.Where, exp.Join) is None:
+            continue
+        own = {alias: catalog.table(source.name) for alias, source in scope.sources.items()
+               if isinstance(source, exp.Table)}
+        for aggregate in select.find_all(exp.AggFunc):
+            columns = list(aggregate.find_all(exp.Column))
+            if aggregate.parent_select is not select or not columns or any(
+                    not c.table or c.table.lower() in {a.lower() for a in own} for c in columns):
+                continue
+            moves = [(c, [a for a, t in own.items() if t is not None and t.column(c.name) is not None]) for c in columns]
+            if all(len(owners) == 1 for _, owners in moves):
+                for column, owners in moves:
+                    column.set("table", exp.to_identifier(owners[0]))
                 changed = True
     return changed
 

@@ -49,6 +49,7 @@ from text2sql_dspy.programs.db.policy import (
 from text2sql_dspy.programs.query import literals
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct, messages, one_line, suggestions
+from text2sql_dspy.programs.query.grouping import ungrouped_aggregate
 from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
 from text2sql_dspy.programs.query.join_lints import (
     always_true_join,
@@ -153,6 +154,7 @@ LINTS: tuple[Rule, ...] = (  # advice: a defect that needs no model to see (lint
 )
 RULES: tuple[Rule, ...] = (
     names,
+    _advice(ungrouped_aggregate),
     *map(_advice, LINTS),
     missing_values,
     shows_key,

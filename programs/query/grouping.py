@@ -1,0 +1,110 @@
+"""An aggregate that ranks rows no GROUP BY makes: ``SELECT name FROM party ORDER BY COUNT(*) DESC LIMIT 1``.
+
+A SELECT with no GROUP BY and no aggregate among its columns reads one row per row; an aggregate in its ORDER BY
+or WHERE has no group to count, and SQLite answers only "misuse of aggregate". Two answers to that, kept apart:
+
+* :func:`regrouped` transforms: where the query joins tables, it ranks the values it shows by the joined rows, so it
+  groups by the columns it shows (``GROUP BY T1.name``);
+* :func:`ungrouped_aggregate` validates: the error, with what a redraft needs: the tables whose rows refer to the
+  table read, each with its join, and grouping by the columns shown.
+
+An aggregate of a window (``COUNT(*) OVER ()``) or of a subquery belongs to no such SELECT and is left alone.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from text2sql_dspy.programs.catalog.catalog import Catalog, Table
+from text2sql_dspy.programs.query.findings import Finding, Kind
+from text2sql_dspy.programs.query.lints import Query, sources
+
+__all__ = ["regrouped", "ungrouped", "ungrouped_aggregate"]
+
+MAX_REFERRING = 3  # joins suggested to a redraft
+
+
+def ungrouped(select: exp.Select) -> list[exp.AggFunc]:
+    """The aggregates in ``select``'s ORDER BY and WHERE that it has no group for: none where it groups or shows an
+    aggregate (then it is one group)."""
+    if select.args.get("group") or any(_own(a, select) for e in select.expressions for a in e.find_all(exp.AggFunc)):
+        return []
+    clauses = [c for c in (select.args.get("order"), select.args.get("where")) if c is not None]
+    return [a for clause in clauses for a in clause.find_all(exp.AggFunc) if _own(a, select)]
+
+
+def _own(aggregate: exp.AggFunc, select: exp.Select) -> bool:
+    """Whether ``aggregate`` is ``select``'s: not a window's, not a subquery's."""
+    return not isinstance(aggregate.parent, exp.Window) and aggregate.parent_select is select
+
+
+def regrouped(sql: str, dialect: str = "sqlite") -> str:
+    """``sql`` with each joining SELECT whose ORDER BY ranks by an aggregate it has no group for grouped by the
+    columns it shows; else ``sql`` unchanged. A SELECT of one table is left to a redraft: which rows it means to
+    count is not in the query."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        return sql
+    changed = False
+    for select in list(tree.find_all(exp.Select)):
+        where = select.args.get("where")
+        if not select.args.get("joins") or not ungrouped(select) or (where is not None and _owns_aggregate(where, select)):
+            continue
+        group = _group_of(select)
+        if group:
+            select.set("group", exp.Group(expressions=group))
+            changed = True
+    return tree.sql(dialect=dialect) if changed else sql
+
+
+def _owns_aggregate(clause: exp.Expr, select: exp.Select) -> bool:
+    return any(_own(a, select) for a in clause.find_all(exp.AggFunc))
+
+
+def _group_of(select: exp.Select) -> list[exp.Expr]:
+    """The columns ``select`` shows (each expression that reads one), as GROUP BY expressions."""
+    return [e.unalias().copy() for e in select.expressions if e.find(exp.Column) is not None]
+
+
+def ungrouped_aggregate(query: Query) -> list[Finding]:
+    """An error for each SELECT with an aggregate it has no group for (:func:`ungrouped`), with the joins that
+    would give it rows to count."""
+    found = []
+    for select in query.tree.find_all(exp.Select):
+        aggregates = ungrouped(select)
+        if not aggregates:
+            continue
+        written = aggregates[0].sql(dialect=query.dialect)
+        if isinstance(aggregates[0].find_ancestor(exp.Order, exp.Where), exp.Where):
+            message = f"{written} in WHERE: an aggregate is never allowed there (HAVING after GROUP BY, or a subquery)"
+        else:
+            message = f"{written} in ORDER BY of a query with no GROUP BY: there is no group to count"
+        found.append(Finding(kind=Kind.UNGROUPED_AGGREGATE, message=message, where=written,
+                             suggestions=tuple(_suggestions(select, query.catalog, query.dialect))))
+    return found
+
+
+def _suggestions(select: exp.Select, catalog: Catalog, dialect: str) -> list[str]:
+    found = sources(select, catalog)
+    hints = []
+    if len(found) == 1:
+        (source,) = found.values()
+        name = source.node.alias_or_name
+        for table, column, key in _referring(source.table, catalog)[:MAX_REFERRING]:
+            pk = source.table.primary_key
+            hints.append(f"to rank each {source.table.name} by how many {table.name} rows refer to it: "
+                         f"JOIN {table.name} ON {table.name}.{column} = {name}.{key} "
+                         f"GROUP BY {name}.{pk[0] if len(pk) == 1 else key}")
+    shown = ", ".join(e.unalias().sql(dialect=dialect) for e in select.expressions if e.find(exp.Column) is not None)
+    if shown:
+        hints.append(f"to count the rows of each value shown: GROUP BY {shown}")
+    return hints
+
+
+def _referring(table: Table, catalog: Catalog) -> list[tuple[Table, str, str]]:
+    """(other table, its foreign key, the column of ``table`` it references) for each declared key into ``table``."""
+    return [(t, fk, ref_col) for t in catalog.tables if t is not table for fk, ref_table, ref_col in t.foreign_keys
+            if ref_table.lower() == table.name.lower()]
