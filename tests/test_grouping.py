@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from text2sql_dspy.programs.query.findings import Kind
-from text2sql_dspy.programs.query.grouping import regrouped
+from text2sql_dspy.programs.query.grouping import regrouped, regrouped_readings
 from text2sql_dspy.programs.query.requalify import requalified
 from text2sql_dspy.programs.source import open_source
 
@@ -133,3 +133,32 @@ def test_a_drafted_join_runs_once_grouped_and_its_rows_rank_the_values_shown(sou
                           "ORDER BY COUNT(*) DESC LIMIT 1")
     assert source.validator.validate(sql).valid
     assert source.database.execute(sql).rows == [("Red",)]
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    # one table ranked by a count it has no group for: joined to each table that refers to it, then grouped by the
+    # columns shown
+    ("SELECT party_name FROM party ORDER BY COUNT(*) DESC LIMIT 1", [
+        "SELECT party.party_name FROM party JOIN member ON member.party_id = party.party_id GROUP BY party.party_id "
+        "ORDER BY COUNT(*) DESC LIMIT 1",
+        "SELECT party.party_name FROM party JOIN event ON event.party_id = party.party_id GROUP BY party.party_id "
+        "ORDER BY COUNT(*) DESC LIMIT 1",
+        "SELECT party_name FROM party GROUP BY party_name ORDER BY COUNT(*) DESC LIMIT 1"]),
+    ("SELECT p.party_name, party_id FROM party AS p ORDER BY COUNT(p.party_id)", [
+        "SELECT p.party_name, p.party_id FROM party AS p JOIN member ON member.party_id = p.party_id "
+        "GROUP BY p.party_id ORDER BY COUNT(p.party_id)",
+        "SELECT p.party_name, p.party_id FROM party AS p JOIN event ON event.party_id = p.party_id "
+        "GROUP BY p.party_id ORDER BY COUNT(p.party_id)",
+        "SELECT p.party_name, party_id FROM party AS p GROUP BY p.party_name, party_id ORDER BY COUNT(p.party_id)"]),
+    ("SELECT year FROM event ORDER BY COUNT(*) DESC", [  # nothing refers to event
+        "SELECT year FROM event GROUP BY year ORDER BY COUNT(*) DESC"]),
+    # none
+    ("SELECT T1.party_name FROM party AS T1 JOIN member AS T2 ON T1.party_id = T2.party_id ORDER BY COUNT(*)", []),
+    ("SELECT party_name FROM party WHERE COUNT(*) > 1", []),  # an aggregate in WHERE: grouping does not mend it
+    ("SELECT party_name FROM party GROUP BY party_name ORDER BY COUNT(*)", []),
+    ("SELECT party_name FROM nowhere ORDER BY COUNT(*)", []),  # not a stored table
+])
+def test_one_table_ranked_by_an_ungrouped_aggregate_is_offered_each_join_that_gives_it_rows(
+        source, sql: str, expected: list[str]) -> None:
+    assert regrouped_readings(sql, source.catalog) == expected
+    assert all(source.validator.validate(reading).valid for reading in expected)

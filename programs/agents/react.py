@@ -49,6 +49,7 @@ from text2sql_dspy.programs.conversation import History, standalone_question
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
+from text2sql_dspy.programs.query.grouping import regrouped_readings
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
@@ -135,6 +136,8 @@ class ReActAgent(Text2SQLProgram):
         pool, drafts = self._drafts(record, view, hint, history)
         valid = [c for c in pool.values() if c.valid]
         if pool and not valid:
+            valid = self._regrouped(record, pool)
+        if pool and not valid:
             redraft = self._redraft(record, view, next(iter(pool.values())), pool)
             valid = [redraft] if redraft is not None else []
         if not valid:
@@ -214,6 +217,20 @@ class ReActAgent(Text2SQLProgram):
         record.step("standalone", draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
         record.drafts.setdefault(draft.sql, draft)
         return draft
+
+    def _regrouped(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
+        """The readings of each drafted query of one table ranked by an aggregate it has no group for
+        (:func:`~.grouping.regrouped_readings`) that check: a reading each, with its draft's votes."""
+        readings: list[Candidate] = []
+        for rejected in [c for c in pool.values() if c.found(Kind.UNGROUPED_AGGREGATE)]:
+            for sql in regrouped_readings(rejected.sql, record.source.catalog, record.source.dialect):
+                if sql in pool or (check := record.check(sql)) is None or not check.valid:
+                    continue
+                record.drafts.setdefault(sql, replace(rejected.draft, sql=sql))
+                pool[sql] = Candidate(record.drafts[sql], check, votes=rejected.votes)
+                readings.append(pool[sql])
+                record.step("regroup", sql, f"{rejected.sql} grouped")
+        return readings
 
     def _unsure(self, record: Record, first: Candidate) -> bool:
         """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft

@@ -6,7 +6,9 @@ or WHERE has no group to count, and SQLite answers only "misuse of aggregate". T
 * :func:`regrouped` transforms: where the query joins tables, it ranks the values it shows by the joined rows, so it
   groups by the columns it shows (``GROUP BY T1.name``);
 * :func:`ungrouped_aggregate` validates: the error, with what a redraft needs: the tables whose rows refer to the
-  table read, each with its join, and grouping by the columns shown.
+  table read, each with its join, and grouping by the columns shown;
+* :func:`regrouped_readings` offers, for a query of one table, each of those as a query of its own, for the
+  verifier to weigh as it weighs drafts.
 
 An aggregate of a window (``COUNT(*) OVER ()``) or of a subquery belongs to no such SELECT and is left alone.
 """
@@ -21,7 +23,7 @@ from text2sql_dspy.programs.catalog.catalog import Catalog, Table
 from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.lints import Query, sources
 
-__all__ = ["regrouped", "ungrouped", "ungrouped_aggregate"]
+__all__ = ["regrouped", "regrouped_readings", "ungrouped", "ungrouped_aggregate"]
 
 MAX_REFERRING = 3  # joins suggested to a redraft
 
@@ -58,6 +60,42 @@ def regrouped(sql: str, dialect: str = "sqlite") -> str:
             select.set("group", exp.Group(expressions=group))
             changed = True
     return tree.sql(dialect=dialect) if changed else sql
+
+
+def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite") -> list[str]:
+    """For the first SELECT of one stored table ranked by an aggregate it has no group for: ``sql`` once per table
+    whose rows refer to that table, joined along the key and grouped by the key it references (each column of the
+    SELECT qualified first); then grouped by the columns it shows. None where there is no such SELECT."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        return []
+    selects = list(tree.find_all(exp.Select))
+    at = next((i for i, s in enumerate(selects) if not s.args.get("joins") and len(sources(s, catalog)) == 1
+               and ungrouped(s) and not _owns_aggregate(s.args.get("where") or exp.Where(), s)), None)
+    if at is None:
+        return []
+    (source,) = sources(selects[at], catalog).values()
+    name = source.node.alias_or_name
+    readings = []
+    for table, column, key in _referring(source.table, catalog)[:MAX_REFERRING]:
+        if table.name.lower() == name.lower():
+            continue
+        copy = tree.copy()
+        select = list(copy.find_all(exp.Select))[at]
+        for own in select.find_all(exp.Column):
+            if not own.table and own.parent_select is select:
+                own.set("table", exp.to_identifier(name))
+        select.join(exp.to_table(table.name), on=exp.EQ(this=exp.column(column, table.name),
+                                                         expression=exp.column(key, name)), copy=False)
+        select.set("group", exp.Group(expressions=[exp.column(key, name)]))
+        readings.append(copy.sql(dialect=dialect))
+    copy = tree.copy()
+    select = list(copy.find_all(exp.Select))[at]
+    if group := _group_of(select):
+        select.set("group", exp.Group(expressions=group))
+        readings.append(copy.sql(dialect=dialect))
+    return readings
 
 
 def _owns_aggregate(clause: exp.Expr, select: exp.Select) -> bool:
