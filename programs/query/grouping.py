@@ -1,7 +1,8 @@
 """An aggregate that ranks rows no GROUP BY makes: ``SELECT name FROM party ORDER BY COUNT(*) DESC LIMIT 1``.
 
 A SELECT with no GROUP BY and no aggregate among its columns reads one row per row; an aggregate in its ORDER BY
-or WHERE has no group to count, and SQLite answers only "misuse of aggregate". Two answers to that, kept apart:
+or WHERE has no group to count, and SQLite answers only "misuse of aggregate". Three answers to that, the
+transforms kept apart from the check:
 
 * :func:`regrouped` transforms: where the query joins tables, it ranks the values it shows by the joined rows, so it
   groups by the columns it shows (``GROUP BY T1.name``);
@@ -25,7 +26,7 @@ from text2sql_dspy.programs.query.lints import Query, sources
 
 __all__ = ["regrouped", "regrouped_readings", "ungrouped", "ungrouped_aggregate"]
 
-MAX_REFERRING = 3  # joins suggested to a redraft
+MAX_REFERRING = 3  # joins suggested to a redraft, or offered as readings
 
 
 def ungrouped(select: exp.Select) -> list[exp.AggFunc]:
@@ -44,19 +45,15 @@ def _own(aggregate: exp.AggFunc, select: exp.Select) -> bool:
 
 def regrouped(sql: str, dialect: str = "sqlite") -> str:
     """``sql`` with each joining SELECT whose ORDER BY ranks by an aggregate it has no group for grouped by the
-    columns it shows; else ``sql`` unchanged. A SELECT of one table is left to a redraft: which rows it means to
-    count is not in the query."""
+    columns it shows; else ``sql`` unchanged. A SELECT of one table is left to :func:`regrouped_readings`: which
+    rows it means to count is not in the query."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except (SqlglotError, RecursionError, ValueError):
         return sql
     changed = False
     for select in list(tree.find_all(exp.Select)):
-        where = select.args.get("where")
-        if not select.args.get("joins") or not ungrouped(select) or (where is not None and _owns_aggregate(where, select)):
-            continue
-        group = _group_of(select)
-        if group:
+        if select.args.get("joins") and _ranked_only(select) and (group := _group_of(select)):
             select.set("group", exp.Group(expressions=group))
             changed = True
     return tree.sql(dialect=dialect) if changed else sql
@@ -71,8 +68,8 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite") -> l
     except (SqlglotError, RecursionError, ValueError):
         return []
     selects = list(tree.find_all(exp.Select))
-    at = next((i for i, s in enumerate(selects) if not s.args.get("joins") and len(sources(s, catalog)) == 1
-               and ungrouped(s) and not _owns_aggregate(s.args.get("where") or exp.Where(), s)), None)
+    at = next((i for i, s in enumerate(selects)
+               if not s.args.get("joins") and len(sources(s, catalog)) == 1 and _ranked_only(s)), None)
     if at is None:
         return []
     (source,) = sources(selects[at], catalog).values()
@@ -98,8 +95,10 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite") -> l
     return readings
 
 
-def _owns_aggregate(clause: exp.Expr, select: exp.Select) -> bool:
-    return any(_own(a, select) for a in clause.find_all(exp.AggFunc))
+def _ranked_only(select: exp.Select) -> bool:
+    """Whether ``select`` has aggregates it has no group for, all in its ORDER BY (grouping mends no WHERE)."""
+    aggregates = ungrouped(select)
+    return bool(aggregates) and all(a.find_ancestor(exp.Order, exp.Where).key == "order" for a in aggregates)
 
 
 def _group_of(select: exp.Select) -> list[exp.Expr]:
@@ -132,10 +131,8 @@ def _suggestions(select: exp.Select, catalog: Catalog, dialect: str) -> list[str
         (source,) = found.values()
         name = source.node.alias_or_name
         for table, column, key in _referring(source.table, catalog)[:MAX_REFERRING]:
-            pk = source.table.primary_key
             hints.append(f"to rank each {source.table.name} by how many {table.name} rows refer to it: "
-                         f"JOIN {table.name} ON {table.name}.{column} = {name}.{key} "
-                         f"GROUP BY {name}.{pk[0] if len(pk) == 1 else key}")
+                         f"JOIN {table.name} ON {table.name}.{column} = {name}.{key} GROUP BY {name}.{key}")
     shown = ", ".join(e.unalias().sql(dialect=dialect) for e in select.expressions if e.find(exp.Column) is not None)
     if shown:
         hints.append(f"to count the rows of each value shown: GROUP BY {shown}")
