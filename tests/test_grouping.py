@@ -15,12 +15,12 @@ from text2sql_dspy.programs.query.requalify import requalified
 from text2sql_dspy.programs.source import open_source
 
 DDL = """
-CREATE TABLE party (party_id INTEGER PRIMARY KEY, party_name TEXT);
+CREATE TABLE party (party_id INTEGER PRIMARY KEY, party_name TEXT, region TEXT);
 CREATE TABLE member (member_id INTEGER PRIMARY KEY, name TEXT, party_id INTEGER REFERENCES party(party_id));
 CREATE TABLE event (event_id INTEGER PRIMARY KEY, party_id INTEGER REFERENCES party(party_id), year INTEGER);
 CREATE TABLE checking (custid INTEGER PRIMARY KEY, balance REAL);
 CREATE TABLE savings (custid INTEGER PRIMARY KEY REFERENCES checking(custid), balance REAL);
-INSERT INTO party VALUES (1, 'Red'), (2, 'Blue');
+INSERT INTO party VALUES (1, 'Red', 'North'), (2, 'Blue', 'North');
 INSERT INTO member VALUES (1, 'Ann', 1), (2, 'Bo', 1), (3, 'Cy', 2);
 INSERT INTO event VALUES (1, 1, 2020), (2, 2, 2020), (3, 2, 2021);
 INSERT INTO checking VALUES (1, 10), (2, 20);
@@ -162,3 +162,34 @@ def test_one_table_ranked_by_an_ungrouped_aggregate_is_offered_each_join_that_gi
         source, sql: str, expected: list[str]) -> None:
     assert regrouped_readings(sql, source.catalog) == expected
     assert all(source.validator.validate(reading).valid for reading in expected)
+
+
+RANKED = "SELECT party_name FROM party ORDER BY COUNT(*) DESC LIMIT 1"
+BY_MEMBER = ("SELECT party.party_name FROM party JOIN member ON member.party_id = party.party_id "
+             "GROUP BY party.party_id ORDER BY COUNT(*) DESC LIMIT 1")
+BY_EVENT = ("SELECT party.party_name FROM party JOIN event ON event.party_id = party.party_id "
+            "GROUP BY party.party_id ORDER BY COUNT(*) DESC LIMIT 1")
+BY_NAME = "SELECT party_name FROM party GROUP BY party_name ORDER BY COUNT(*) DESC LIMIT 1"
+
+
+@pytest.mark.parametrize(("sql", "question", "first"), [
+    (RANKED, "", BY_MEMBER),  # the catalog's order
+    (RANKED, "Which party held the most events?", BY_EVENT),  # the table the question's words name
+    (RANKED, "Which party has the most members?", BY_MEMBER),
+    ("SELECT year FROM event ORDER BY COUNT(*) DESC LIMIT 1", "Which year had the most events?",
+     "SELECT year FROM event GROUP BY year ORDER BY COUNT(*) DESC LIMIT 1"),  # years repeat: a category
+    ("SELECT region FROM party ORDER BY COUNT(*) DESC LIMIT 1", "Which region has the most members?",
+     "SELECT region FROM party GROUP BY region ORDER BY COUNT(*) DESC LIMIT 1"),  # regions repeat: a category first
+    ("SELECT p.region FROM party AS p ORDER BY COUNT(*) DESC", "", "SELECT p.region FROM party AS p GROUP BY p.region "
+     "ORDER BY COUNT(*) DESC"),
+])
+def test_the_reading_offered_first_is_the_join_the_question_names_or_the_category_shown(
+        source, sql: str, question: str, first: str) -> None:
+    readings = regrouped_readings(sql, source.catalog, question=question,
+                                  run=lambda query: source.database.execute(query).rows)
+    assert readings[0] == first
+
+
+def test_names_that_do_not_repeat_are_grouped_last(source) -> None:
+    readings = regrouped_readings(RANKED, source.catalog, run=lambda query: source.database.execute(query).rows)
+    assert readings == [BY_MEMBER, BY_EVENT, BY_NAME]

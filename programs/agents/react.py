@@ -219,17 +219,22 @@ class ReActAgent(Text2SQLProgram):
         return draft
 
     def _regrouped(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
-        """The readings of each drafted query of one table ranked by an aggregate it has no group for
-        (:func:`~.grouping.regrouped_readings`) that check: a reading each, with its draft's votes."""
+        """For each drafted query of one table ranked by an aggregate it has no group for, the first of its readings
+        (:func:`~.grouping.regrouped_readings`, ordered by the question's words and the table's values) that checks:
+        a reading of its own, with its draft's votes."""
+        source = record.source
+        run = None if source.database is None else (lambda sql: source.database.execute(
+            sql, timeout_s=source.validator.dry_run_timeout_s, max_rows=1).rows)
         readings: list[Candidate] = []
         for rejected in [c for c in pool.values() if c.found(Kind.UNGROUPED_AGGREGATE)]:
-            for sql in regrouped_readings(rejected.sql, record.source.catalog, record.source.dialect):
+            for sql in regrouped_readings(rejected.sql, source.catalog, source.dialect, record.question, run):
                 if sql in pool or (check := record.check(sql)) is None or not check.valid:
                     continue
                 record.drafts.setdefault(sql, replace(rejected.draft, sql=sql))
                 pool[sql] = Candidate(record.drafts[sql], check, votes=rejected.votes)
                 readings.append(pool[sql])
                 record.step("regroup", sql, f"{rejected.sql} grouped")
+                break
         return readings
 
     def _unsure(self, record: Record, first: Candidate) -> bool:

@@ -16,11 +16,14 @@ An aggregate of a window (``COUNT(*) OVER ()``) or of a subquery belongs to no s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
+from text2sql_dspy.programs.query.filter_lints import name_words, named, words_of
 from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.lints import Query, sources
 
@@ -59,10 +62,13 @@ def regrouped(sql: str, dialect: str = "sqlite") -> str:
     return tree.sql(dialect=dialect) if changed else sql
 
 
-def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite") -> list[str]:
+def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite", question: str = "",
+                       run: Callable[[str], list[tuple]] | None = None) -> list[str]:
     """For the first SELECT of one stored table ranked by an aggregate it has no group for: ``sql`` once per table
     whose rows refer to that table, joined along the key and grouped by the key it references (each column of the
-    SELECT qualified first); then grouped by the columns it shows. None where there is no such SELECT."""
+    SELECT qualified first), those whose name a word of ``question`` names first; and ``sql`` grouped by the columns
+    it shows, last, or first where ``run`` (a query's rows) finds the one column shown repeating its values in the
+    table (a category, whose rows are counted per value). None where there is no such SELECT."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except (SqlglotError, RecursionError, ValueError):
@@ -74,8 +80,11 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite") -> l
         return []
     (source,) = sources(selects[at], catalog).values()
     name = source.node.alias_or_name
+    asked = words_of(question)
+    referring = sorted(_referring(source.table, catalog),
+                       key=lambda r: not any(named(word, asked) for word in name_words(r[0].name)))
     readings = []
-    for table, column, key in _referring(source.table, catalog)[:MAX_REFERRING]:
+    for table, column, key in referring[:MAX_REFERRING]:
         if table.name.lower() == name.lower():
             continue
         copy = tree.copy()
@@ -91,8 +100,19 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite") -> l
     select = list(copy.find_all(exp.Select))[at]
     if group := _group_of(select):
         select.set("group", exp.Group(expressions=group))
-        readings.append(copy.sql(dialect=dialect))
+        reading = copy.sql(dialect=dialect)
+        if run is not None and len(group) == 1 and _repeats(group[0], source.node, run, dialect):
+            readings.insert(0, reading)
+        else:
+            readings.append(reading)
     return readings
+
+
+def _repeats(shown: exp.Expr, table: exp.Table, run: Callable[[str], list[tuple]], dialect: str) -> bool:
+    """Whether ``shown`` takes one value in more than one row of ``table``."""
+    count = exp.select(exp.Count(this=exp.Star()), exp.Count(this=exp.Distinct(expressions=[shown.copy()])))
+    rows = run(count.from_(table.copy()).sql(dialect=dialect))
+    return bool(rows) and len(rows[0]) == 2 and isinstance(rows[0][0], int) and rows[0][0] > (rows[0][1] or 0)
 
 
 def _ranked_only(select: exp.Select) -> bool:
