@@ -30,6 +30,7 @@ from text2sql_dspy.programs.query.lints import Query, sources
 __all__ = ["regrouped", "regrouped_readings", "ungrouped", "ungrouped_aggregate"]
 
 MAX_REFERRING = 3  # joins suggested to a redraft, or offered as readings
+CATEGORY_ROWS = 1.25  # rows per distinct value at which a column shown is a category
 
 
 def ungrouped(select: exp.Select) -> list[exp.AggFunc]:
@@ -67,8 +68,8 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite", ques
     """For the first SELECT of one stored table ranked by an aggregate it has no group for: ``sql`` once per table
     whose rows refer to that table, joined along the key and grouped by the key it references (each column of the
     SELECT qualified first), those whose name a word of ``question`` names first; and ``sql`` grouped by the columns
-    it shows, last, or first where ``run`` (a query's rows) finds the one column shown repeating its values in the
-    table (a category, whose rows are counted per value). None where there is no such SELECT."""
+    it shows, last, or first where ``run`` (a query's rows) finds the one column shown a category of the table
+    (:func:`_repeats`: its rows are counted per value). None where there is no such SELECT."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except (SqlglotError, RecursionError, ValueError):
@@ -109,10 +110,12 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite", ques
 
 
 def _repeats(shown: exp.Expr, table: exp.Table, run: Callable[[str], list[tuple]], dialect: str) -> bool:
-    """Whether ``shown`` takes one value in more than one row of ``table``."""
+    """Whether ``shown`` is a category of ``table``: its values in :data:`CATEGORY_ROWS` rows each or more, on
+    average (a name that a few rows share is not one)."""
     count = exp.select(exp.Count(this=exp.Star()), exp.Count(this=exp.Distinct(expressions=[shown.copy()])))
     rows = run(count.from_(table.copy()).sql(dialect=dialect))
-    return bool(rows) and len(rows[0]) == 2 and isinstance(rows[0][0], int) and rows[0][0] > (rows[0][1] or 0)
+    counts = rows[0] if rows and len(rows[0]) == 2 and all(isinstance(n, int) for n in rows[0]) else (0, 0)
+    return counts[0] >= CATEGORY_ROWS * counts[1] > 0
 
 
 def _ranked_only(select: exp.Select) -> bool:
