@@ -17,11 +17,11 @@ right" is the answer's own ``verdict`` where it has one, else a confidence at or
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 from pathlib import Path
 
+from text2sql_dspy.optimize.evaluation import load_records
 from text2sql_dspy.optimize.report import paired_comparison, roc_auc, total_of
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.calibration import expected_calibration_error
@@ -31,9 +31,7 @@ from text2sql_dspy.programs.verdict import Verdict, verdict_of
 
 def records(run: Path, program: str) -> list[dict]:
     """The run's records (``records.jsonl``, or ``records.jsonl.gz`` as committed under ``benchmarks/results``)."""
-    path = run / "records.jsonl"
-    text = path.read_text() if path.is_file() else gzip.decompress((run / "records.jsonl.gz").read_bytes()).decode()
-    found = [json.loads(line) for line in text.splitlines() if line.strip()]
+    found = list(load_records(run / "records.jsonl").values())
     rows = sorted((r for r in found if r["program"] == program), key=lambda r: r["index"])
     if not rows:
         programs = ", ".join(sorted({str(r["program"]) for r in found})) or "none"

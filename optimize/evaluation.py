@@ -20,6 +20,7 @@ every further question would fail the same way.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import traceback
@@ -360,9 +361,13 @@ def _check_resumable(out: Path, run: dict[str, str]) -> None:
 
 
 def load_records(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """The records of ``path`` (``records.jsonl``, or beside it ``records.jsonl.gz`` as committed under
+    ``benchmarks/results``) by (program, index); none where neither exists. A line cut short is skipped."""
     done: dict[tuple[str, int], dict[str, Any]] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
+    packed = path.with_name(path.name + ".gz")
+    if path.is_file() or packed.is_file():
+        text = path.read_text(encoding="utf-8") if path.is_file() else gzip.decompress(packed.read_bytes()).decode()
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:

@@ -329,3 +329,19 @@ def test_per_database_answers_each_databases_first_questions_and_resumes_only_wi
     capsys.readouterr()
     assert evaluation.main([*argv, "--per-database", "2"]) == 2
     assert "per database: 1 there, 2 here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_runs_records_are_read_as_written_or_as_committed_gzipped(tmp_path: Path, packed: bool) -> None:
+    import gzip
+
+    lines = [json.dumps({"program": "v2", "index": 0, "correct": True}),
+             json.dumps({"program": "v2", "index": 1, "correct": False}), '{"program": "v2", "ind']  # cut short
+    text = "\n".join(lines).encode()
+    path = tmp_path / "records.jsonl"
+    if packed:
+        path.with_name("records.jsonl.gz").write_bytes(gzip.compress(text))
+    else:
+        path.write_bytes(text)
+    assert {k: r["correct"] for k, r in evaluation.load_records(path).items()} == {("v2", 0): True, ("v2", 1): False}
+    assert evaluation.load_records(tmp_path / "elsewhere" / "records.jsonl") == {}
