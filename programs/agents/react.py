@@ -221,7 +221,7 @@ class ReActAgent(Text2SQLProgram):
     def _regrouped(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
         """For each drafted query of one table ranked by an aggregate it has no group for, the first of its readings
         (:func:`~.grouping.regrouped_readings`, ordered by the question's words and the table's values) that checks:
-        a reading of its own, with its draft's votes."""
+        a reading of its own, with one vote: the drafts voted for a query the database refused, not for this guess."""
         source = record.source
         run = None if source.database is None else (lambda sql: source.database.execute(
             sql, timeout_s=source.validator.dry_run_timeout_s, max_rows=1).rows)
@@ -231,7 +231,7 @@ class ReActAgent(Text2SQLProgram):
                 if sql in pool or (check := record.check(sql)) is None or not check.valid:
                     continue
                 record.drafts.setdefault(sql, replace(rejected.draft, sql=sql))
-                pool[sql] = Candidate(record.drafts[sql], check, votes=rejected.votes)
+                pool[sql] = Candidate(record.drafts[sql], check, votes=1)
                 readings.append(pool[sql])
                 record.step("regroup", sql, f"{rejected.sql} grouped")
                 break
