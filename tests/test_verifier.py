@@ -219,10 +219,12 @@ UNGROUPED = "SELECT full_name FROM users ORDER BY COUNT(*) DESC LIMIT 1"  # no g
 def test_one_table_ranked_with_no_group_is_answered_by_a_join_that_gives_it_rows(tiny_db: Path,
                                                                                  tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(UNGROUPED, 0.9)] * 5)
-    found = verifier(early=0.5, full=0.5, rows=-3.0)
-    answer = program(tiny_db, tiny_schemas, lm, found).run("Which user has the most login attempts?")
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.5, full=0.95)).run(
+        "Which user has the most login attempts?")
     regrouped = [s.sql for s in answer.steps if s.kind == "regroup"]
     assert regrouped == [answer.sql] and answer.metrics.redrafts == 0  # one reading, no model call to mend it
+    assert answer.chosen.votes == 1 and Kind.REGROUPED in {f.kind for f in answer.chosen.findings}
+    assert answer.confidence == pytest.approx(0.95) and answer.verdict == "check this"  # a guess is never "likely right"
     assert answer.sql == ("SELECT users.full_name FROM users JOIN login_attempts ON login_attempts.user_id = users.id "
                           "GROUP BY users.id ORDER BY COUNT(*) DESC LIMIT 1")  # the table the question names
 

@@ -50,7 +50,8 @@ from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
 from text2sql_dspy.programs.query.grouping import regrouped_readings
-from text2sql_dspy.programs.query.findings import LINTS, Kind
+from text2sql_dspy.programs.query.validator import ValidationResult
+from text2sql_dspy.programs.query.findings import LINTS, Finding, Kind
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
@@ -64,6 +65,8 @@ REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are wor
 BEST_EFFORT_CAP = 0.3  # the confidence of a query the agent validated but did not submit
 WARM_PREVIOUS = "SELECT 1"  # the query warming's edit changes: any query shares the edit prompt's prefix before it
 
+REGROUPED = Finding(kind=Kind.REGROUPED, message="grouped by the program, not drafted: the drafts ranked by an "
+                    "aggregate with no group to count; check which rows it counts")
 
 class ReActAgent(Text2SQLProgram):
     """Draft, check, run, choose; with ``judge=True`` (or as :class:`ReActAgentV2`), also judge results.
@@ -221,7 +224,8 @@ class ReActAgent(Text2SQLProgram):
     def _regrouped(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
         """For each drafted query of one table ranked by an aggregate it has no group for, the first of its readings
         (:func:`~.grouping.regrouped_readings`, ordered by the question's words and the table's values) that checks:
-        a reading of its own, with one vote: the drafts voted for a query the database refused, not for this guess."""
+        a reading of its own, with one vote (the drafts voted for a query the database refused, not for this guess)
+        and a warning that says so, so that it never reads "likely right"."""
         source = record.source
         run = None if source.database is None else (lambda sql: source.database.execute(
             sql, timeout_s=source.validator.dry_run_timeout_s, max_rows=1).rows)
@@ -230,6 +234,7 @@ class ReActAgent(Text2SQLProgram):
             for sql in regrouped_readings(rejected.sql, source.catalog, source.dialect, record.question, run):
                 if sql in pool or (check := record.check(sql)) is None or not check.valid:
                     continue
+                record.checks[sql] = check = ValidationResult.of([*check.findings, REGROUPED], sql, tables=check.tables)
                 record.drafts.setdefault(sql, replace(rejected.draft, sql=sql))
                 pool[sql] = Candidate(record.drafts[sql], check, votes=1)
                 readings.append(pool[sql])
