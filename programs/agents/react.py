@@ -49,9 +49,9 @@ from text2sql_dspy.programs.conversation import History, standalone_question
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
+from text2sql_dspy.programs.query.findings import LINTS, Finding, Kind
 from text2sql_dspy.programs.query.grouping import regrouped_readings
 from text2sql_dspy.programs.query.validator import ValidationResult
-from text2sql_dspy.programs.query.findings import LINTS, Finding, Kind
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
@@ -67,6 +67,7 @@ WARM_PREVIOUS = "SELECT 1"  # the query warming's edit changes: any query shares
 
 REGROUPED = Finding(kind=Kind.REGROUPED, message="grouped by the program, not drafted: the drafts ranked by an "
                     "aggregate with no group to count; check which rows it counts")
+
 
 class ReActAgent(Text2SQLProgram):
     """Draft, check, run, choose; with ``judge=True`` (or as :class:`ReActAgentV2`), also judge results.

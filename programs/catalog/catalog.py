@@ -198,12 +198,15 @@ class Catalog(BaseModel):
         table = self.table(name)
         if table is None:
             return []
-        linked = {ref for _, ref, _ in table.foreign_keys}
-        linked |= {
-            t.name for t in self.tables if any(ref.lower() == table.name.lower() for _, ref, _ in t.foreign_keys)
-        }
+        linked = {ref for _, ref, _ in table.foreign_keys} | {t.name for t, _, _ in self.referring(table)}
         linked.discard(table.name)
         return [t.name for t in self.tables if t.name in linked]
+
+    def referring(self, table: Table) -> list[tuple[Table, str, str]]:
+        """(other table, its foreign key, the column of ``table`` it references) for each declared key of another
+        table into ``table``, in catalog order."""
+        return [(t, fk, ref_col) for t in self.tables if t is not table for fk, ref_table, ref_col in t.foreign_keys
+                if ref_table.lower() == table.name.lower()]
 
     def subset(self, names: Iterable[str]) -> Catalog:
         """A catalog of just the named tables, in the given order; unknown names are skipped."""

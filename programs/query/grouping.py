@@ -8,8 +8,8 @@ transforms kept apart from the check:
   groups by the columns it shows (``GROUP BY T1.name``);
 * :func:`ungrouped_aggregate` validates: the error, with what a redraft needs: the tables whose rows refer to the
   table read, each with its join, and grouping by the columns shown;
-* :func:`regrouped_readings` offers, for a query of one table, each of those as a query of its own, for the
-  verifier to weigh as it weighs drafts.
+* :func:`regrouped_readings` writes, for a query of one table, each of those as a query of its own, the likeliest
+  first (the agent takes the first that checks).
 
 An aggregate of a window (``COUNT(*) OVER ()``) or of a subquery belongs to no such SELECT and is left alone.
 """
@@ -22,7 +22,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from text2sql_dspy.programs.catalog.catalog import Catalog, Table
+from text2sql_dspy.programs.catalog.catalog import Catalog
 from text2sql_dspy.programs.query.filter_lints import name_words, named, words_of
 from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.lints import Query, sources
@@ -82,7 +82,7 @@ def regrouped_readings(sql: str, catalog: Catalog, dialect: str = "sqlite", ques
     (source,) = sources(selects[at], catalog).values()
     name = source.node.alias_or_name
     asked = words_of(question)
-    referring = sorted(_referring(source.table, catalog),
+    referring = sorted(catalog.referring(source.table),
                        key=lambda r: not any(named(word, asked) for word in name_words(r[0].name)))
     readings = []
     for table, column, key in referring[:MAX_REFERRING]:
@@ -153,16 +153,10 @@ def _suggestions(select: exp.Select, catalog: Catalog, dialect: str) -> list[str
     if len(found) == 1:
         (source,) = found.values()
         name = source.node.alias_or_name
-        for table, column, key in _referring(source.table, catalog)[:MAX_REFERRING]:
+        for table, column, key in catalog.referring(source.table)[:MAX_REFERRING]:
             hints.append(f"to rank each {source.table.name} by how many {table.name} rows refer to it: "
                          f"JOIN {table.name} ON {table.name}.{column} = {name}.{key} GROUP BY {name}.{key}")
-    shown = ", ".join(e.unalias().sql(dialect=dialect) for e in select.expressions if e.find(exp.Column) is not None)
-    if shown:
-        hints.append(f"to count the rows of each value shown: GROUP BY {shown}")
+    if shown := _group_of(select):
+        columns = ", ".join(e.sql(dialect=dialect) for e in shown)
+        hints.append(f"to count the rows of each value shown: GROUP BY {columns}")
     return hints
-
-
-def _referring(table: Table, catalog: Catalog) -> list[tuple[Table, str, str]]:
-    """(other table, its foreign key, the column of ``table`` it references) for each declared key into ``table``."""
-    return [(t, fk, ref_col) for t in catalog.tables if t is not table for fk, ref_table, ref_col in t.foreign_keys
-            if ref_table.lower() == table.name.lower()]

@@ -155,16 +155,19 @@ def _own_aggregates(tree: exp.Expr, catalog: Catalog) -> bool:
     changed = False
     for scope in traverse_scope(tree):
         select = scope.expression
-        if scope.parent is None or not isinstance(select, exp.Select) or select.find_ancestor(exp.Where, exp.Join) is None:
+        if (scope.parent is None or not isinstance(select, exp.Select)
+                or select.find_ancestor(exp.Where, exp.Join) is None):
             continue
         own = {alias: catalog.table(source.name) for alias, source in scope.sources.items()
                if isinstance(source, exp.Table)}
+        here = {alias.lower() for alias in scope.sources}
         for aggregate in select.find_all(exp.AggFunc):
             columns = list(aggregate.find_all(exp.Column))
             if aggregate.parent_select is not select or not columns or any(
-                    not c.table or c.table.lower() in {a.lower() for a in own} for c in columns):
+                    not c.table or c.table.lower() in here for c in columns):
                 continue
-            moves = [(c, [a for a, t in own.items() if t is not None and t.column(c.name) is not None]) for c in columns]
+            moves = [(c, [a for a, t in own.items() if t is not None and t.column(c.name) is not None])
+                     for c in columns]
             if all(len(owners) == 1 for _, owners in moves):
                 for column, owners in moves:
                     column.set("table", exp.to_identifier(owners[0]))
@@ -249,8 +252,7 @@ def _join_owner(select: exp.Select, column: exp.Column, table: Table, catalog: C
 def _links(table: Table, catalog: Catalog) -> list[tuple[str, str, str]]:
     """(column of ``table``, other table, its column) for each declared key between ``table`` and another table."""
     links = [(fk, ref_table, ref_col) for fk, ref_table, ref_col in table.foreign_keys]  # table.fk -> ref.col
-    links += [(ref_col, t.name, fk) for t in catalog.tables for fk, ref_table, ref_col in t.foreign_keys
-              if ref_table.lower() == table.name.lower() and t is not table]  # other.fk -> table.ref_col
+    links += [(ref_col, t.name, fk) for t, fk, ref_col in catalog.referring(table)]  # other.fk -> table.ref_col
     return links
 
 
