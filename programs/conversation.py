@@ -13,6 +13,7 @@ call), so that the store never holds "only the operational ones" as a question.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,10 @@ MAX_STANDALONE_CHARS = 600
 # The stand-alone rewrite's reply: one question of at most MAX_STANDALONE_CHARS, even at 3 characters a token, and its
 # field markers; a longer one is thrown away anyway.
 STANDALONE_MAX_TOKENS = 224
+# How a rewrite still leans on the conversation: it names it, an earlier query, or what was listed, mentioned or
+# returned ("the countries listed in the previous query"). Words of English, not of SQL.
+POINTS_BACK = re.compile(r"\b(previous|earlier|prior|conversation|listed (in|by|above)|returned by|the sql|"
+                         r"the quer(y|ies) (returned|listed|above)|mentioned)\b", re.IGNORECASE)
 
 
 class Turn(BaseModel):
@@ -119,6 +124,12 @@ def standalone_question(question: str, turns: list[Turn], lm: Any = None) -> str
     if rewritten and len(rewritten) <= MAX_STANDALONE_CHARS:
         return rewritten
     return joined_question(question, turns)
+
+
+def points_back(question: str) -> bool:
+    """Whether ``question``, rewritten to stand alone, still points back at the conversation (:data:`POINTS_BACK`):
+    read alone, it leaves the drafter to guess what the earlier turns returned."""
+    return POINTS_BACK.search(question) is not None
 
 
 def joined_question(question: str, turns: Iterable[Turn]) -> str:

@@ -473,3 +473,15 @@ def test_an_unsure_follow_ups_second_reading_stands_alone(tiny_db: Path, tiny_sc
     dropped = next(r for r in answer.readings if r.sql == everyone)
     assert [f.kind for f in dropped.findings if f.kind == "dropped filter"]  # the edit lost the earlier filter
     assert answer.sql == SUSPENDED_EMAILS
+
+
+def test_a_rewrite_that_points_back_is_not_drafted_alone_the_edit_is_sampled(tiny_db: Path, tiny_schemas: Path) -> None:
+    everyone = "SELECT email FROM users"
+    lm = logprob_lm([scripted_draft(everyone, 0.6), Scripted({"question": "Which of the users in the previous query?"}),
+                     scripted_draft(SUSPENDED_EMAILS, 0.6), scripted_draft(SUSPENDED_EMAILS, 0.6),
+                     scripted_verdict(0.9), scripted_verdict(0.2)])
+    answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("Which of them?", history=EARLIER)
+    assert [k for k in kinds(answer) if k in ("draft", "rewrite", "standalone", "sample")][:3] == [
+        "draft", "rewrite", "sample"]
+    second = prompt_of(lm, 2)  # the edit sampled: the query before it shown, the rewrite nowhere
+    assert f"[[ ## previous_sql ## ]]\n{GOOD_SQL}" in second and "previous query?" not in second

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
@@ -67,3 +68,20 @@ def test_a_follow_up_is_rewritten_to_stand_alone_and_a_bad_reply_falls_back() ->
     assert len(lm.history) == 1
     for reply in ({"question": ""}, {"question": "x" * 2000}):
         assert standalone_question("Which ones?", turns, DummyLM([reply])) == "How many users are suspended? / Which ones?"
+
+
+@pytest.mark.parametrize(("rewrite", "expected"), [
+    ("Which users are suspended?", False),
+    ("What are the emails of the suspended users?", False),
+    ("Which of the countries listed in the previous query have a plant?", True),
+    ("What is the age of the students mentioned?", True),
+    ("List the names returned by the SQL above.", True),
+    ("Show the prior results sorted by name.", True),
+    ("Which employees were listed above?", True),
+    ("Which customers joined earlier than 2010?", True),  # "earlier" reads as pointing back: drafted as an edit
+    ("How many owners list a dog?", False),
+])
+def test_a_rewrite_that_points_back_at_the_conversation(rewrite: str, expected: bool) -> None:
+    from text2sql_dspy.programs.conversation import points_back
+
+    assert points_back(rewrite) is expected

@@ -45,7 +45,7 @@ from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
-from text2sql_dspy.programs.conversation import History, standalone_question
+from text2sql_dspy.programs.conversation import History, points_back, standalone_question
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
@@ -197,7 +197,7 @@ class ReActAgent(Text2SQLProgram):
             if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
                 break  # adaptive consistency: no further sample could change the majority result
             if seed == 1 and history.turns:
-                draft = self._standalone(record, hint, history)
+                draft = self._standalone(record, view, hint, history)
             else:
                 options = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
                 draft = self._draft(record, view, "sample" if seed else "draft", **options)
@@ -211,10 +211,13 @@ class ReActAgent(Text2SQLProgram):
                 pool[draft.sql] = Candidate(draft, record.check(draft.sql))
         return pool, drafts
 
-    def _standalone(self, record: Record, hint: str, history: History) -> Draft:
-        """The follow-up rewritten to stand alone (one small call), then drafted as a first question would be."""
+    def _standalone(self, record: Record, view: SchemaView, hint: str, history: History) -> Draft:
+        """The follow-up rewritten to stand alone (one small call), then drafted as a first question would be. A
+        rewrite that still points back at the conversation cannot be read alone: the edit is sampled instead."""
         question = standalone_question(record.question, list(history.turns), self.lm)
         record.step("rewrite", note=question)
+        if points_back(question):
+            return self._draft(record, view, "sample", temperature=SAMPLE_TEMPERATURE, seed=1)
         view = self.schema(record.source, question, hint)
         draft = draft_sql(self.draft, self.lm, source=record.source, question=question, table_schemas=view.text,
                           facts=view.facts)
