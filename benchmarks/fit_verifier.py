@@ -157,10 +157,10 @@ ENOUGH_LOSS = 0.0025  # "one draft is enough" may cost at most this share of the
 ENOUGH_CUTS = tuple(round(0.05 * i, 2) for i in range(6, 20))  # the cut-offs it is chosen among: 0.30 ... 0.95
 
 
-def one_draft_enough(questions: Sequence[dict], early_p: Sequence[float | None], full_p: Sequence[Sequence[float]]
-                     ) -> tuple[float, dict[float, tuple[int, int]]]:
+def one_draft_enough(questions: Sequence[dict], early_p: Sequence[float | None], full_p: Sequence[Sequence[float]],
+                     loss: float = ENOUGH_LOSS) -> tuple[float, dict[float, tuple[int, int]]]:
     """The early model's cut-off at and above which one draft is enough: the lowest of :data:`ENOUGH_CUTS` at which
-    V2's replayed choice (:func:`choose`) is right on at most :data:`ENOUGH_LOSS` of the questions fewer than where
+    V2's replayed choice (:func:`choose`) is right on at most ``loss`` of the questions fewer than where
     it samples every question (1.01 where none is); and, for each cut-off, (answers one draft settles, right)."""
     def replay(cut: float) -> tuple[int, int]:
         chosen = [choose(q, e, f, cut) for q, e, f in zip(questions, early_p, full_p, strict=True)]
@@ -168,7 +168,7 @@ def one_draft_enough(questions: Sequence[dict], early_p: Sequence[float | None],
 
     sampled = replay(1.01)[1]
     table = {cut: replay(cut) for cut in ENOUGH_CUTS}
-    enough = next((cut for cut in ENOUGH_CUTS if table[cut][1] >= sampled - ENOUGH_LOSS * len(questions)), 1.01)
+    enough = next((cut for cut in ENOUGH_CUTS if table[cut][1] >= sampled - loss * len(questions)), 1.01)
     return enough, table
 
 
@@ -304,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cut-offs-on", action="append", type=Path, default=[],
                         help="an input whose answers choose the cut-offs (default: all): a sample as hard as the "
                              "questions users ask, where the others are a split's easy first questions")
+    parser.add_argument("--enough-loss", type=float, default=ENOUGH_LOSS,
+                        help="the share of the questions that settling on one draft may lose against sampling every "
+                             f"one (default {ENOUGH_LOSS})")
     args = parser.parse_args(argv)
     judged_on = {f.resolve() for f in args.cut_offs_on or args.files}
     questions = list(examples(args.files, args.data_root))
@@ -358,9 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     for i, p in zip(asked, chosen_oof, strict=True):
         full_at.setdefault(i, []).append(float(p))
     early_sure, settled = one_draft_enough(questions, [early_at.get(i) for i in range(len(questions))],
-                                           [full_at.get(i, []) for i in range(len(questions))])
+                                           [full_at.get(i, []) for i in range(len(questions))], args.enough_loss)
     print(f"  one draft is enough at {early_sure:.3f} (V2's choice replayed on all {len(questions)} questions, out "
-          f"of fold, losing at most {ENOUGH_LOSS:.2%} of them against sampling every one):")
+          f"of fold, losing at most {args.enough_loss:.2%} of them against sampling every one):")
     print("    " + "; ".join(f"{cut:.2f}: {n} settled, {right} right" for cut, (n, right) in settled.items()))
     early_alone, early_follow_up = cut_offs(
         {i: a for i, a in early_answers.items() if early_of[i]["file"].resolve() in judged_on},

@@ -7,7 +7,8 @@
 #   bash benchmarks/results/verifier-data-2026-12-03/refit.sh
 # A later refit sets D (its folder), SHIPPED_AT (the commit of the file it is judged against), R and HELD (the held-out
 # runs reported), as ../verifier-data-2026-12-04/refit.sh does, and SHIPPED_ON (the files the shipped file was fitted
-# on) to score the shipped file out of fold too, as ../verifier-data-2026-12-05/refit.sh does.
+# on) to score the shipped file out of fold too, as ../verifier-data-2026-12-05/refit.sh does, and FIT_OPTIONS
+# (more options of fit_verifier.py), as ../verifier-data-2026-12-05b/refit.sh does.
 set -euo pipefail
 D=${D:-benchmarks/results/verifier-data-2026-12-03}
 E=benchmarks/results/verifier-data-2026-11-29
@@ -25,7 +26,7 @@ FITTED=""
 for f in ${SHIPPED_ON:-}; do FITTED="$FITTED --shipped-fitted-on $f"; done
 quiet() { grep -v -e "Indexing values" -e '^\s*$' || true; }
 # shellcheck disable=SC2086
-.venv/bin/python benchmarks/fit_verifier.py $FILES $ON --data-root $B/spider-train --out "$OUT" 2>&1 \
+.venv/bin/python benchmarks/fit_verifier.py $FILES $ON --data-root $B/spider-train --out "$OUT" ${FIT_OPTIONS:-} 2>&1 \
     | quiet > $D/refit-fit.txt
 # the rule's four figures: the refit out of fold against the shipped file, on the training answers alone
 # shellcheck disable=SC2086
