@@ -19,6 +19,9 @@ compete with those of about 27 others.
   keys link to its top hit, and the tables no declared key links.
 - **F, the blend within the part its top N vote for** (``--part-depths N ...``): as C, the part being the one whose
   tables among the blend's top N score most in sum.
+- **V, C with the tables a value names** (``--value-bonus B ...``): the blend plus B for each table that stores a
+  value one phrase of the question names exactly (``named_tables`` over the merged database's value index, as
+  ``question_facts`` looks values up), then as C.
 
 Each takes the top ``--top-k`` and the tables that join them (``expand_with_foreign_keys``). Printed for each: the
 share of questions whose gold tables were all shown, the mean recall of gold tables, the mean number shown and how
@@ -42,6 +45,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table, introspect_sqlite  # noqa: E402
+from text2sql_dspy.programs.catalog.values import (  # noqa: E402
+    ColumnValues, ValueIndex, ValueMatch, normalise, schema_words, value_index,
+)
 from text2sql_dspy.programs.catalog.words import stem  # noqa: E402
 from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
@@ -65,6 +71,22 @@ def merged(root: Path, dbs: list[str]) -> Catalog:
     tables = [renamed(db, t) for db in dbs
               for t in introspect_sqlite(root / "database" / db / f"{db}.sqlite").tables]
     return Catalog(db_id="merged", tables=tables)
+
+
+def merged_values(root: Path, dbs: list[str]) -> ValueIndex:
+    """One value index over ``dbs`` merged, its tables renamed as :func:`merged` renames them."""
+    from text2sql_dspy.programs.source import open_source
+
+    columns = []
+    for db in dbs:
+        index = value_index(open_source(root / "database" / db / f"{db}.sqlite"), progress=False)
+        columns += [ColumnValues(f"{db}__{c.table}", c.column, c.values, c.complete) for c in index.columns]
+    return ValueIndex(columns)
+
+
+def named_tables(matches: list[ValueMatch]) -> set[str]:
+    """The tables of ``matches`` that store a value one phrase of the question names exactly ("Kyle", 'Kyle')."""
+    return {m.table for m in matches if m.phrase and any(normalise(v) == m.phrase for v in m.shown)}
 
 
 def words(text: str) -> set[str]:
@@ -109,16 +131,19 @@ def questions_of(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def rows_of(catalog: Catalog, questions: list[dict], prefix: bool) -> list[dict]:
-    """Per question: its database, gold tables (merged names) and each table's signals."""
+def rows_of(catalog: Catalog, questions: list[dict], prefix: bool, values: ValueIndex | None = None) -> list[dict]:
+    """Per question: its database, gold tables (merged names), each table's signals and (with ``values``) the
+    tables that store a value it names."""
     retriever = SemanticRetriever(catalog, adapter=None)  # design A: the bare cosine
     names = {t.name.lower() for t in catalog.tables}
+    schema = schema_words(catalog) if values is not None else frozenset()
     out = []
     for q in questions:
         gold = {f"{q['db_id']}__{t}".lower() if prefix else t.lower() for t in tables_read(q["query"])}
         if not gold or not gold <= names:
             continue
-        out.append({"db": q["db_id"], "question": q["question"], "gold": gold,
+        named = named_tables(values.lookup(q["question"], names=schema)) if values is not None else set()
+        out.append({"db": q["db_id"], "question": q["question"], "gold": gold, "named": named,
                     "signals": signals(retriever, catalog, q["question"]), "catalog": catalog})
     return out
 
@@ -134,6 +159,13 @@ def fit(rows: list[dict]):  # noqa: ANN201 - a scikit-learn model
 def blend(row: dict) -> dict[str, float]:
     """Design A: today's 0.5 cosine and 0.5 keyword score of each table."""
     return {t: 0.5 * s["cosine"] + 0.5 * s["keyword"] for t, s in row["signals"].items()}
+
+
+def valued(bonus: float):  # noqa: ANN201 - a scorer
+    """Design V: the blend, plus ``bonus`` for each table that stores a value the question names."""
+    def score(row: dict) -> dict[str, float]:
+        return {t: v + bonus * (t in row["named"]) for t, v in blend(row).items()}
+    return score
 
 
 def logistic(model):  # noqa: ANN001, ANN201 - a scikit-learn model in, a scorer out
@@ -155,18 +187,23 @@ def chosen_part(scores: dict[str, float], parts: dict[str, int], depth: int) -> 
     return max(tally, key=lambda p: tally[p]) if tally else None
 
 
-def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0) -> dict[str, float]:  # noqa: ANN001
-    """Figures of ``score`` (a row to each table's score; the blend by default); ``one_part`` > 0: only the tables of
+def linked(row: dict, top_k: int, score=blend, one_part: int = 0) -> set[str]:  # noqa: ANN001 - a scorer
+    """The tables shown for ``row`` by ``score`` (a row to each table's score); ``one_part`` > 0: only the tables of
     the part :func:`chosen_part` chooses among the top ``one_part``, and those no declared key links."""
+    scores = score(row)
+    if one_part:
+        parts = row.setdefault("parts", row["catalog"].parts())
+        top = chosen_part(scores, parts, one_part)
+        if top is not None:
+            scores = {t: v for t, v in scores.items() if parts.get(t.lower(), top) == top}
+    return shown(row["catalog"], scores, top_k)
+
+
+def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0) -> dict[str, float]:  # noqa: ANN001
+    """Figures of the tables :func:`linked` shows."""
     every, recall, sizes, foreign = [], [], [], []
     for r in rows:
-        scores = score(r)
-        if one_part:
-            parts = r.setdefault("parts", r["catalog"].parts())
-            top = chosen_part(scores, parts, one_part)
-            if top is not None:
-                scores = {t: v for t, v in scores.items() if parts.get(t.lower(), top) == top}
-        got = shown(r["catalog"], scores, top_k)
+        got = linked(r, top_k, score, one_part)
         every.append(r["gold"] <= got)
         recall.append(len(r["gold"] & got) / len(r["gold"]))
         sizes.append(len(got))
@@ -175,13 +212,13 @@ def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0) -> d
             "tables shown": statistics.mean(sizes), "of other databases": statistics.mean(foreign)}
 
 
-def against(rows: list[dict], top_k: int, reference, other) -> str:  # noqa: ANN001 - two scorers
+def against(rows: list[dict], top_k: int, reference, other, *, one_part: int = 0) -> str:  # noqa: ANN001 - scorers
     """Questions whose gold tables ``other`` shows all of where ``reference`` does not, the reverse, and the sign
     test on them."""
     from text2sql_dspy.optimize.report import paired_comparison
 
     def each(score) -> list[dict]:  # noqa: ANN001
-        return [{"index": i, "correct": r["gold"] <= shown(r["catalog"], score(r), top_k)} for i, r in enumerate(rows)]
+        return [{"index": i, "correct": r["gold"] <= linked(r, top_k, score, one_part)} for i, r in enumerate(rows)]
 
     paired = paired_comparison(each(reference), each(other))
     return f"{paired['gained']} gained, {paired['lost']} lost, sign test p = {paired['sign_test_p']:.3f}"
@@ -193,7 +230,7 @@ def report(label: str, figures: dict[str, float]) -> None:
           f"({figures['questions']} questions)")
 
 
-def fold_rows(train: Path, folds: int, limit: int | None) -> list[list[dict]]:
+def fold_rows(train: Path, folds: int, limit: int | None, values: bool = False) -> list[list[dict]]:
     """spider-train's databases dealt into ``folds`` groups by name, each group merged into one catalog: per group,
     the rows (:func:`rows_of`) of the first ``limit`` questions of each of its databases."""
     questions = questions_of(train / "train.json")
@@ -206,13 +243,14 @@ def fold_rows(train: Path, folds: int, limit: int | None) -> list[list[dict]]:
     for f in range(folds):
         members = dbs[f::folds]
         catalog = merged(train, members)
-        out.append(rows_of(catalog, [q for db in members for q in by_db[db]], prefix=True))
+        index = merged_values(train, members) if values else None
+        out.append(rows_of(catalog, [q for db in members for q in by_db[db]], prefix=True, values=index))
         print(f"fold {f}: {len(members)} databases, {len(catalog.tables)} tables, {len(out[-1])} questions",
               flush=True)
     return out
 
 
-def merged_rows(database: Path, questions: Path) -> list[dict]:
+def merged_rows(database: Path, questions: Path, values: bool = False) -> list[dict]:
     """The rows of a merged database's questions (``merge_schemas.py``'s dev.json, with own.json beside it naming
     each question's own database, in order)."""
     catalog = introspect_sqlite(database)
@@ -220,7 +258,12 @@ def merged_rows(database: Path, questions: Path) -> list[dict]:
     own = questions.with_name("own.json")
     if own.is_file():
         asked = [{**q, "db_id": o["db_id"]} for q, o in zip(asked, questions_of(own), strict=True)]
-    return rows_of(catalog, asked, prefix=False)
+    index = None
+    if values:
+        from text2sql_dspy.programs.source import open_source
+
+        index = value_index(open_source(database), progress=False)
+    return rows_of(catalog, asked, prefix=False, values=index)
 
 
 def pooled(figures: list[dict[str, float]]) -> dict[str, float]:
@@ -239,6 +282,8 @@ def arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--merged", type=Path, help="a merged SQLite database (merge_schemas.py) to score on too")
     parser.add_argument("--part-depths", type=int, nargs="*", default=[], help="design F: keep to the part of the "
                         "schema that the top N tables vote for, by their summed scores (one figure per N)")
+    parser.add_argument("--value-bonus", type=float, nargs="*", default=[], help="design V: C with this added to "
+                        "the score of each table that stores a value the question names (one figure per bonus)")
     parser.add_argument("--merged-questions", type=Path, help="its questions (merge_schemas.py's dev.json, with "
                         "own.json beside it naming each question's own database)")
     return parser
@@ -246,7 +291,7 @@ def arguments(description: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = arguments(__doc__.split("\n\n")[0]).parse_args(argv)
-    folds = fold_rows(args.train, args.folds, args.limit)
+    folds = fold_rows(args.train, args.folds, args.limit, values=bool(args.value_bonus))
     every = [r for rows in folds for r in rows]
     held_out = [(rows, fit([r for g, other in enumerate(folds) if g != f for r in other]))
                 for f, rows in enumerate(folds)]
@@ -257,12 +302,15 @@ def main(argv: list[str] | None = None) -> int:
         report("C: the blend, top hit's part only", scored(every, k, one_part=1))
         for depth in args.part_depths:
             report(f"F: the part the top {depth} vote for", scored(every, k, one_part=depth))
+        for bonus in args.value_bonus:
+            report(f"V: C, named values +{bonus:g}", scored(every, k, valued(bonus), one_part=1))
+            print(f"    against C: {against(every, k, blend, valued(bonus), one_part=1)}")
     model = fit(every)
     print("\nB's weights, fitted on every fold (signals as given, not standardised):")
     for name, weight in zip(SIGNALS, model.coef_[0], strict=True):
         print(f"  {name:16s} {weight:+.3f}")
     if args.merged is not None and args.merged_questions is not None:
-        rows = merged_rows(args.merged, args.merged_questions)
+        rows = merged_rows(args.merged, args.merged_questions, values=bool(args.value_bonus))
         print(f"\n{args.merged} ({len(rows[0]['catalog'].tables) if rows else 0} tables):")
         for k in sorted({3, args.top_k}):
             print(f"  top {k}:")
@@ -271,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
             report("C: the blend, top hit's part only", scored(rows, k, one_part=1))
             for depth in args.part_depths:
                 report(f"F: the part the top {depth} vote for", scored(rows, k, one_part=depth))
+            for bonus in args.value_bonus:
+                report(f"V: C, named values +{bonus:g}", scored(rows, k, valued(bonus), one_part=1))
+                print(f"      against C: {against(rows, k, blend, valued(bonus), one_part=1)}")
     return 0
 
 
