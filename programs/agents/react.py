@@ -196,9 +196,8 @@ class ReActAgent(Text2SQLProgram):
                     break  # sure enough alone
             if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
                 break  # adaptive consistency: no further sample could change the majority result
-            if seed == 1 and history.turns:
-                draft = self._standalone(record, view, hint, history)
-            else:
+            draft = self._standalone(record, hint, history) if seed == 1 and history.turns else None
+            if draft is None:
                 options = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
                 draft = self._draft(record, view, "sample" if seed else "draft", **options)
             drafts += 1
@@ -211,13 +210,13 @@ class ReActAgent(Text2SQLProgram):
                 pool[draft.sql] = Candidate(draft, record.check(draft.sql))
         return pool, drafts
 
-    def _standalone(self, record: Record, view: SchemaView, hint: str, history: History) -> Draft:
-        """The follow-up rewritten to stand alone (one small call), then drafted as a first question would be. A
-        rewrite that still points back at the conversation cannot be read alone: the edit is sampled instead."""
+    def _standalone(self, record: Record, hint: str, history: History) -> Draft | None:
+        """The follow-up rewritten to stand alone (one small call), then drafted as a first question would be; None
+        where the rewrite still points back at the conversation, which cannot be read alone (the edit is sampled)."""
         question = standalone_question(record.question, list(history.turns), self.lm)
         record.step("rewrite", note=question)
         if points_back(question):
-            return self._draft(record, view, "sample", temperature=SAMPLE_TEMPERATURE, seed=1)
+            return None
         view = self.schema(record.source, question, hint)
         draft = draft_sql(self.draft, self.lm, source=record.source, question=question, table_schemas=view.text,
                           facts=view.facts)
