@@ -174,13 +174,14 @@ def pick_reading(answer, pick: int | None, *, show: bool = True):  # noqa: ANN00
 
 def save_if_asked(args: argparse.Namespace, source, question: str, sql: str, earlier=(), lm=None) -> int:  # noqa: ANN001
     """``ask --save``: store the answered pair (:func:`~.examples.commands.save_answer`); a refusal is a user error.
-    A follow-up (``earlier``: the turns before it) is stored as a question that stands alone, rewritten by ``lm``."""
+    A follow-up (``earlier``: the turns before it) is stored as a question that stands alone, rewritten by ``lm``
+    (:func:`~.conversation.question_to_store`)."""
     if args.save:
-        from text2sql_dspy.programs.conversation import standalone_question
+        from text2sql_dspy.programs.conversation import question_to_store
         from text2sql_dspy.programs.examples.commands import save_answer
 
         if earlier and sql:
-            question = standalone_question(question, list(earlier), lm)
+            question = question_to_store(question, list(earlier), lm)
             print(f"stored as a question that stands alone: {question}", file=sys.stderr)
         save_answer(source, question, sql, args.examples)
     return 0

@@ -6,8 +6,9 @@ input of ``run``/``forward``, so a compiled program saves and loads as before). 
 last :data:`MAX_TURNS` turns (question, accepted SQL, what it returned) after the cached schema, with the
 question, within :data:`MAX_HISTORY_CHARS`; V2's judge reads them with the question.
 
-A follow-up saved as a pair is first rewritten to stand alone (:func:`standalone_question`, one small LM
-call), so that the store never holds "only the operational ones" as a question.
+A follow-up saved as a pair is first rewritten to stand alone (:func:`question_to_store`: one small LM call, and
+the conversation's questions joined where the rewrite still points back at it), so that the store never holds
+"only the operational ones" or "the countries listed in the previous query" as a question.
 """
 
 from __future__ import annotations
@@ -130,6 +131,14 @@ def points_back(question: str) -> bool:
     """Whether ``question``, rewritten to stand alone, still points back at the conversation (:data:`POINTS_BACK`):
     read alone, it leaves the drafter to guess what the earlier turns returned."""
     return POINTS_BACK.search(question) is not None
+
+
+def question_to_store(question: str, turns: list[Turn], lm: Any = None) -> str:
+    """The question a confirmed pair is stored under: ``question`` rewritten to stand alone
+    (:func:`standalone_question`), or the conversation's questions joined where the rewrite still points back at
+    the conversation (:func:`points_back`), which a later reader of the store does not have."""
+    rewritten = standalone_question(question, turns, lm)
+    return joined_question(question, turns) if turns and points_back(rewritten) else rewritten
 
 
 def joined_question(question: str, turns: Iterable[Turn]) -> str:

@@ -70,6 +70,19 @@ def test_a_follow_up_is_rewritten_to_stand_alone_and_a_bad_reply_falls_back() ->
         assert standalone_question("Which ones?", turns, DummyLM([reply])) == "How many users are suspended? / Which ones?"
 
 
+@pytest.mark.parametrize(("rewrite", "stored"), [
+    ("What are the emails of the suspended users?", "What are the emails of the suspended users?"),
+    ("What are the emails of the users listed in the previous query?", "How many users are suspended? / Which ones?"),
+    ("Which of those users were mentioned earlier?", "How many users are suspended? / Which ones?"),
+])
+def test_a_pair_is_stored_under_a_question_that_stands_alone(rewrite: str, stored: str) -> None:
+    from text2sql_dspy.programs.conversation import question_to_store
+
+    turns = [Turn(question="How many users are suspended?", sql=SUSPENDED)]
+    assert question_to_store("Which ones?", turns, DummyLM([{"question": rewrite}])) == stored
+    assert question_to_store("Which users are suspended?", [], DummyLM([])) == "Which users are suspended?"
+
+
 @pytest.mark.parametrize(("rewrite", "expected"), [
     ("Which users are suspended?", False),
     ("What are the emails of the suspended users?", False),

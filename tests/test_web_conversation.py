@@ -60,6 +60,22 @@ def test_a_follow_up_sees_the_turn_before_it_and_is_saved_standing_alone(service
     assert [(e.question, e.sql) for e in stored] == [(STANDS_ALONE, NAMES)]
 
 
+def test_a_rewrite_that_points_back_is_not_stored_the_conversation_joined_is(tiny_db: Path, tmp_path: Path) -> None:
+    lm = DummyLM([draft(SUSPENDED), draft(NAMES), {"question": "What are the emails of the users in the previous query?"}])
+    config = ServeConfig(databases={"tiny": str(tiny_db)}, program="v1", examples_path=tmp_path / "examples.sqlite")
+    service = Service(config, lm=lm)
+    try:
+        client = client_for(service)
+        first = client.post("/api/ask", json={"question": "How many users are suspended?", "db": "tiny"}).json()
+        second = client.post("/api/ask", json={"question": "Which ones?", "db": "tiny",
+                                               "conversation": first["conversation"]}).json()
+        saved = client.post("/api/examples", json={"question": "Which ones?", "sql": NAMES, "db": "tiny",
+                                                   "job": second["job"]})
+        assert saved.status_code == 201 and saved.json()["question"] == "How many users are suspended? / Which ones?"
+    finally:
+        service.close()
+
+
 def test_a_new_question_starts_a_new_conversation(service: Service, lm: DummyLM) -> None:
     client = client_for(service)
     first = client.post("/api/ask", json={"question": "How many users are suspended?"}).json()

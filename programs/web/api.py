@@ -65,7 +65,8 @@ async def save_example(body: ExampleBody, request: Request) -> dict[str, Any]:
 
     ``outcome``: ``added``, ``merged`` (the stored pair for the same question now has this SQL) or ``unchanged``.
     A follow-up's answer (``job``) is stored under its question rewritten by the model to stand alone (``question``
-    in the reply); should the rewrite fail, under the conversation's questions joined.
+    in the reply); should the rewrite fail, or still point back at the conversation, under the conversation's
+    questions joined (:func:`~..conversation.question_to_store`).
     """
     service = service_of(request)
     db = body.db or next(iter(service.config.databases))

@@ -26,7 +26,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.registry import PROGRAMS, compiled_store, make_program, metadata_path
-from text2sql_dspy.programs.conversation import MAX_TURNS, Turn, standalone_question
+from text2sql_dspy.programs.conversation import MAX_TURNS, Turn, question_to_store
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ConfigurationError
@@ -217,7 +217,7 @@ class Service:
         """The worker's job: run the program with its progress going to the job, then build the page's view (for
         a :class:`Rewrite`: the question rewritten)."""
         if isinstance(job.payload, Rewrite):
-            return standalone_question(job.payload.question, list(job.payload.earlier), self.lm)
+            return question_to_store(job.payload.question, list(job.payload.earlier), self.lm)
         question: Question = job.payload
         target = self.config.databases[question.db]
         thread = self.thread(question.conversation)
