@@ -38,6 +38,19 @@ def test_common_reads_both_runs_on_the_questions_both_answered(
 
 
 
+def test_a_conversations_verdict_rows_also_count_other_columns_as_right() -> None:
+    # (turn, right, right with other columns allowed, verdict)
+    turns = [(0, True, True, "likely right"), (1, False, True, "likely right"), (1, False, False, "likely right"),
+             (1, False, True, "check this"), (0, False, False, "likely wrong")]
+    rows = [{"interaction": 0, "turn": t, "correct": right, "correct_relaxed": relaxed, "verdict": verdict,
+             "confidence": 0.9 if verdict == "likely right" else 0.4, "sql": "SELECT 1", "executes": True,
+             "metrics": {"latency_s": 1.0}} for t, right, relaxed, verdict in turns]
+    found = table.figures(rows, sure=0.9)
+    assert (found["likely right"], found["likely right, right"]) == (3, 1)
+    assert found["likely right, right, other columns allowed"] == 2
+    assert found["confidence AUC"] == 0.75 and found["confidence AUC, other columns allowed"] == pytest.approx(3.5 / 6)
+
+
 def test_a_run_without_the_programs_records_is_an_error_that_names_the_option(tmp_path: Path) -> None:
     before, after = run(tmp_path / "before", [True]), run(tmp_path / "after", [True])
     with pytest.raises(SystemExit, match="no records of program 'baseline'.*it holds: v2.*--program"):
