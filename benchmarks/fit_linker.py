@@ -19,6 +19,9 @@ compete with those of about 27 others.
   keys link to its top hit, and the tables no declared key links.
 - **F, the blend within the part its top N vote for** (``--part-depths N ...``): as C, the part being the one whose
   tables among the blend's top N score most in sum.
+- **P, the blend within the part that covers the question** (``--cover-depths N ...``): as C, the part being the
+  one, among those of the blend's top N tables, whose table and column names hold the most of the question's
+  words (stemmed); between equals, the part of the higher-ranked table.
 - **V, C with the tables a value names** (``--value-bonus B ...``): the blend plus B for each table that stores a
   value one phrase of the question names exactly (``named_tables`` over the merged database's value index, as
   ``question_facts`` looks values up), then as C.
@@ -187,23 +190,37 @@ def chosen_part(scores: dict[str, float], parts: dict[str, int], depth: int) -> 
     return max(tally, key=lambda p: tally[p]) if tally else None
 
 
-def linked(row: dict, top_k: int, score=blend, one_part: int = 0) -> set[str]:  # noqa: ANN001 - a scorer
+def covering_part(row: dict, scores: dict[str, float], parts: dict[str, int], depth: int) -> int | None:
+    """Design P: among the parts of the top ``depth`` tables, the one whose names hold the most of the question's
+    words; between equals, the part of the higher-ranked table. None where none of them has a part."""
+    asked = words(row["question"])
+    names = row.setdefault("names", {t.name.lower(): words(t.name.split("__", 1)[-1]).union(
+        *(words(c.name) for c in t.columns)) for t in row["catalog"].tables})
+    held: dict[int, set[str]] = defaultdict(set)
+    for table, part in parts.items():
+        held[part] |= names.get(table, set()) & asked
+    order = [parts[t.lower()] for t in sorted(scores, key=lambda t: -scores[t])[:depth] if t.lower() in parts]
+    return max(dict.fromkeys(order), key=lambda p: (len(held[p]), -order.index(p))) if order else None
+
+
+def linked(row: dict, top_k: int, score=blend, one_part: int = 0, cover: int = 0) -> set[str]:  # noqa: ANN001
     """The tables shown for ``row`` by ``score`` (a row to each table's score); ``one_part`` > 0: only the tables of
-    the part :func:`chosen_part` chooses among the top ``one_part``, and those no declared key links."""
+    the part :func:`chosen_part` chooses among the top ``one_part``, and those no declared key links; ``cover`` > 0:
+    the same with the part :func:`covering_part` chooses among the top ``cover``."""
     scores = score(row)
-    if one_part:
+    if one_part or cover:
         parts = row.setdefault("parts", row["catalog"].parts())
-        top = chosen_part(scores, parts, one_part)
+        top = covering_part(row, scores, parts, cover) if cover else chosen_part(scores, parts, one_part)
         if top is not None:
             scores = {t: v for t, v in scores.items() if parts.get(t.lower(), top) == top}
     return shown(row["catalog"], scores, top_k)
 
 
-def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0) -> dict[str, float]:  # noqa: ANN001
+def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0, cover: int = 0) -> dict[str, float]:  # noqa: ANN001
     """Figures of the tables :func:`linked` shows."""
     every, recall, sizes, foreign = [], [], [], []
     for r in rows:
-        got = linked(r, top_k, score, one_part)
+        got = linked(r, top_k, score, one_part, cover)
         every.append(r["gold"] <= got)
         recall.append(len(r["gold"] & got) / len(r["gold"]))
         sizes.append(len(got))
@@ -212,15 +229,17 @@ def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0) -> d
             "tables shown": statistics.mean(sizes), "of other databases": statistics.mean(foreign)}
 
 
-def against(rows: list[dict], top_k: int, reference, other, *, one_part: int = 0) -> str:  # noqa: ANN001 - scorers
+def against(rows: list[dict], top_k: int, reference, other, *, one_part: int = 0,  # noqa: ANN001 - scorers
+            cover: tuple[int, int] = (0, 0)) -> str:
     """Questions whose gold tables ``other`` shows all of where ``reference`` does not, the reverse, and the sign
-    test on them."""
+    test on them; ``cover``: the reference's and the other's :func:`covering_part` depth (0: by ``one_part``)."""
     from text2sql_dspy.optimize.report import paired_comparison
 
-    def each(score) -> list[dict]:  # noqa: ANN001
-        return [{"index": i, "correct": r["gold"] <= linked(r, top_k, score, one_part)} for i, r in enumerate(rows)]
+    def each(score, depth: int) -> list[dict]:  # noqa: ANN001
+        return [{"index": i, "correct": r["gold"] <= linked(r, top_k, score, one_part, depth)}
+                for i, r in enumerate(rows)]
 
-    paired = paired_comparison(each(reference), each(other))
+    paired = paired_comparison(each(reference, cover[0]), each(other, cover[1]))
     return f"{paired['gained']} gained, {paired['lost']} lost, sign test p = {paired['sign_test_p']:.3f}"
 
 
@@ -282,6 +301,8 @@ def arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--merged", type=Path, help="a merged SQLite database (merge_schemas.py) to score on too")
     parser.add_argument("--part-depths", type=int, nargs="*", default=[], help="design F: keep to the part of the "
                         "schema that the top N tables vote for, by their summed scores (one figure per N)")
+    parser.add_argument("--cover-depths", type=int, nargs="*", default=[], help="design P: keep to the part, among "
+                        "those of the top N tables, whose names hold most of the question's words (one figure per N)")
     parser.add_argument("--value-bonus", type=float, nargs="*", default=[], help="design V: C with this added to "
                         "the score of each table that stores a value the question names (one figure per bonus)")
     parser.add_argument("--merged-questions", type=Path, help="its questions (merge_schemas.py's dev.json, with "
@@ -302,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         report("C: the blend, top hit's part only", scored(every, k, one_part=1))
         for depth in args.part_depths:
             report(f"F: the part the top {depth} vote for", scored(every, k, one_part=depth))
+        for depth in args.cover_depths:
+            report(f"P: the part covering the top {depth}", scored(every, k, cover=depth))
+            print(f"    against C: {against(every, k, blend, blend, one_part=1, cover=(0, depth))}")
         for bonus in args.value_bonus:
             report(f"V: C, named values +{bonus:g}", scored(every, k, valued(bonus), one_part=1))
             print(f"    against C: {against(every, k, blend, valued(bonus), one_part=1)}")
@@ -319,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             report("C: the blend, top hit's part only", scored(rows, k, one_part=1))
             for depth in args.part_depths:
                 report(f"F: the part the top {depth} vote for", scored(rows, k, one_part=depth))
+            for depth in args.cover_depths:
+                report(f"P: the part covering the top {depth}", scored(rows, k, cover=depth))
+                print(f"      against C: {against(rows, k, blend, blend, one_part=1, cover=(0, depth))}")
             for bonus in args.value_bonus:
                 report(f"V: C, named values +{bonus:g}", scored(rows, k, valued(bonus), one_part=1))
                 print(f"      against C: {against(rows, k, blend, valued(bonus), one_part=1)}")
