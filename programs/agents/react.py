@@ -235,7 +235,7 @@ class ReActAgent(Text2SQLProgram):
         readings: list[Candidate] = []
         for rejected in [c for c in pool.values() if c.found(Kind.UNGROUPED_AGGREGATE)]:
             for sql in regrouped_readings(rejected.sql, source.catalog, source.dialect, record.question, run):
-                if sql in pool or (check := record.check(sql)) is None or not check.valid:
+                if sql in pool or (check := record.check(sql, made=True)) is None or not check.valid:
                     continue
                 record.checks[sql] = check = ValidationResult.of([*check.findings, REGROUPED], sql, tables=check.tables)
                 record.drafts.setdefault(sql, replace(rejected.draft, sql=sql))
@@ -307,7 +307,7 @@ class ReActAgent(Text2SQLProgram):
         query checks and returns rows: a reading of its own, verified as ``best``'s draft."""
         for where in best.found_where(Kind.UNASKED_FILTER):
             sql = without_filter(best.sql, literal_of(where), record.source.dialect)
-            if sql is None or (check := record.check(sql)) is None or not check.valid:
+            if sql is None or (check := record.check(sql, made=True)) is None or not check.valid:
                 continue
             if returns_nothing(record.facts(sql)):
                 continue

@@ -4,7 +4,8 @@ A :class:`Record` is made by the agent's ``answer`` for one question and kept by
 tools never see it (they return results, which the agent records). Its methods are the three things the agent
 does to a query, each once per distinct query, each leaving a :class:`~..answer.Step`:
 
-- :meth:`Record.check`: the validator's rules (``None`` once :attr:`Limits.max_validation_attempts` are spent);
+- :meth:`Record.check`: the validator's rules (``None`` once :attr:`Limits.max_validation_attempts` are spent by
+  the model's queries; a reading the program made itself is checked without spending them);
 - :meth:`Record.run`: read-only execution;
 - :meth:`Record.judged`: the judge's verdict on what the query returned (``None`` without a judge, once its LM
   failed, or once :attr:`Limits.max_judge_calls` are spent).
@@ -62,6 +63,7 @@ class Record:
     judge_calls: int = 0
     judge_errors: list[str] = field(default_factory=list)
     redrafts: int = 0
+    made: int = 0  # checks of readings the program made itself (not the model's attempts): outside the budget
     retrievals: int = 1  # the prompt's tables are the question's first retrieval
     repair_steps: int = 0
     draft_confidence: float = 0.5  # the latest greedy draft's own token confidence
@@ -69,16 +71,24 @@ class Record:
     def step(self, kind: str, sql: str = "", note: str = "", thought: str = "") -> None:
         self.steps.append(Step(kind=kind, sql=sql, note=note, thought=thought))
 
-    def check(self, sql: str) -> ValidationResult | None:
-        """The validation of ``sql`` (cleaned): kept from before, else checked now; None when the budget is spent."""
+    @property
+    def attempts_left(self) -> int:
+        """Validation attempts the model's queries may still spend (:attr:`Limits.max_validation_attempts`)."""
+        return self.limits.max_validation_attempts - (len(self.checks) - self.made)
+
+    def check(self, sql: str, *, made: bool = False) -> ValidationResult | None:
+        """The validation of ``sql`` (cleaned): kept from before, else checked now; None when the budget is spent.
+        ``made``: a reading the program made itself, checked without spending the model's attempts (so that a
+        redraft after it is still checked)."""
         sql = clean_sql(sql)
         if sql in self.checks:
             return self.checks[sql]
-        if len(self.checks) >= self.limits.max_validation_attempts:
+        if not made and self.attempts_left <= 0:
             return None
         emit("checking", sql=sql)
         result = self.source.validator.validate(sql, question=self.question, previous=self.previous,
                                                  hint=self.hint)
+        self.made += made
         self.keep(result, sql)
         self.step("check", sql, result.render())
         return result

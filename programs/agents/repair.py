@@ -160,7 +160,7 @@ def bound_tools(agent: dspy.ReAct, record: Record, retrieval_type: str) -> dict[
     """The question's tools, within what is left of its budgets; they read ``record``'s inputs, never write it."""
     limits, source, question = record.limits, record.source, record.question
     left = {"retrievals": limits.max_retrieval_calls - record.retrievals,
-            "validations": limits.max_validation_attempts - len(record.checks),
+            "validations": record.attempts_left,
             "judge": limits.max_judge_calls - record.judge_calls}
     known = dict(record.checks)
 
