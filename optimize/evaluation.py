@@ -29,6 +29,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from text2sql_dspy.optimize.provenance import code_identity
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.command import (
     EXIT_MODEL_SERVICE_ERROR,
@@ -123,7 +124,8 @@ def evaluate(args: argparse.Namespace) -> int:
     print(f"{len(examples)} questions from {Path(args.data) / (args.split + '.json')}; programs: {', '.join(programs)}"
           f"; scored as {scoring.description}"
           f"; evidence {'on' if evidence else 'off'}; value lookup {args.values}"
-          + (f"; conversation history {'on' if history else 'off'}" if conversations else ""))
+          + (f"; conversation history {'on' if history else 'off'}" if conversations else "")
+          + f"; code {' at '.join(code_identity().values())}")
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
         if not todo:
@@ -212,7 +214,8 @@ def answer_one(program: Any, spec: str, index: int, example: Any, evidence: bool
                history: list | None = None, scoring: Scoring = Scoring.SPIDER) -> dict[str, Any]:
     """Answer and score one question by ``scoring``'s rule (with ``evidence``, its evidence as the hint; in a
     conversation, with the ``history`` of its earlier turns); a failure is recorded, never raised."""
-    record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id, "gold": example.gold_sql}
+    record: dict[str, Any] = {"program": spec, "index": index, "question": example.question, "db_id": example.db_id,
+                              "gold": example.gold_sql, "code": code_identity()}
     if is_turn(example):
         record.update(interaction=example.interaction, turn=example.turn, history_turns=len(history or []))
     hint = str(example.get("evidence") or "") if evidence else ""

@@ -11,6 +11,7 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.optimize import evaluation
+from text2sql_dspy.optimize.provenance import code_identity
 from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
@@ -150,6 +151,7 @@ def test_answer_one_records_a_malformed_reply_without_an_error(
     assert "error" not in record, record.get("error")  # the program itself coped; answer_one's net was not needed
     assert "malformed model reply" in record["reason"] and record["status"] == "failed"
     assert record["correct"] is False and record["sql"] == ""
+    assert record["code"] == code_identity()  # which code answered, on every record
 
 
 # --- judge failures ---------------------------------------------------------------------------
