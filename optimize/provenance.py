@@ -29,11 +29,14 @@ def digest_of(roots: Iterable[Path]) -> str:
 
 
 def _commit(root: Path) -> str | None:
-    """The checkout's commit, with ``+changes`` where files below ``root`` differ from it; None outside git."""
+    """The checkout's commit, with ``+changes`` where files below ``root`` differ from it; None where ``root`` is not
+    tracked by git (an install, also one inside another checkout's folder)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
                               check=True).stdout.strip()
     try:
+        if not git("ls-files", "--", "__init__.py"):
+            return None
         commit = git("rev-parse", "--short", "HEAD")
         changed = git("status", "--porcelain", "--", ".")
     except (OSError, subprocess.SubprocessError):

@@ -38,3 +38,20 @@ def test_the_identity_of_this_checkout_has_a_digest_and_a_commit() -> None:
     assert len(found["digest"]) == 16 and int(found["digest"], 16) >= 0
     if (Path(__file__).parents[1] / ".git").exists():
         assert found["commit"]
+
+
+def test_an_install_inside_a_checkout_is_not_given_the_checkouts_commit(tmp_path: Path) -> None:
+    import subprocess
+
+    from text2sql_dspy.optimize.provenance import _commit
+
+    repo = tmp_path / "repo"
+    tracked = tree(repo / "programs", {"__init__.py": ""})
+    installed = tree(repo / ".venv" / "site-packages" / "programs", {"__init__.py": ""})
+    (repo / ".gitignore").write_text(".venv/\n")
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    assert _commit(tracked) and "+changes" not in _commit(tracked)
+    assert _commit(installed) is None
+    (tracked / "__init__.py").write_text("x = 1\n")
+    assert _commit(tracked).endswith("+changes")
