@@ -171,6 +171,9 @@ def write_report(out: Path, summaries: dict[str, dict], records: dict[str, list[
     names = list(records)
     paired = {name: paired_comparison(records[names[0]], records[name]) for name in names[1:]}
     meta = {**meta, "paired": paired, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    codes = sorted({" at ".join(r["code"].values()) for rows in records.values() for r in rows if r.get("code")})
+    if codes:  # which code answered (more than one where a run was resumed after the code changed)
+        meta["code"] = codes
     results = {"meta": meta, "programs": summaries, "records": records}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     plots = write_plots(out, summaries, records)
@@ -217,6 +220,8 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         f"# Evaluation: {meta.get('data')} / {meta.get('split')} ({meta.get('questions')} questions)",
         "",
         *([f"Scored as {meta['scored as']}.", ""] if meta.get("scored as") else []),
+        *([f"Answered by the code {', '.join(meta['code'])} (a digest of the programs and signatures, at their git "
+           "commit).", ""] if meta.get("code") else []),
         *([f"Evidence (the data's per-question hints): {meta['evidence']}; value lookup: {meta.get('value lookup', 'on')}.",
            ""] if "evidence" in meta else []),
         *([f"Conversations (SParC): each turn shown the program's own earlier turns: {meta['history']}.", ""]

@@ -165,6 +165,16 @@ def test_the_report_shows_answers_at_each_confidence_and_draws_the_curves(tmp_pa
         assert (tmp_path / plot).stat().st_size > 0 and f"![{plot}]({plot})" in report
 
 
+def test_the_report_names_the_code_that_answered_each_part_of_a_resumed_run(tmp_path: Path) -> None:
+    from text2sql_dspy.optimize.report import write_report, summarize
+
+    codes = [{"digest": "aaaa", "commit": "1111111"}, {"digest": "bbbb"}, {"digest": "aaaa", "commit": "1111111"}]
+    rows = [{"index": i, "correct": True, "code": code, "metrics": {"latency_s": 1.0}} for i, code in enumerate(codes)]
+    write_report(tmp_path, {"v2": summarize(rows)}, {"v2": rows}, {"data": "d", "split": "s", "questions": 3})
+    assert "Answered by the code aaaa at 1111111, bbbb (" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "results.json").read_text())["meta"]["code"] == ["aaaa at 1111111", "bbbb"]
+
+
 def test_a_tiny_sign_test_p_is_written_as_below_a_thousandth() -> None:
     from text2sql_dspy.optimize.report import markdown_report, summarize
 
