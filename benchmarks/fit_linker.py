@@ -216,7 +216,8 @@ def linked(row: dict, top_k: int, score=blend, one_part: int = 0, cover: int = 0
     return shown(row["catalog"], scores, top_k)
 
 
-def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0, cover: int = 0) -> dict[str, float]:  # noqa: ANN001
+def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0,  # noqa: ANN001 - a scorer
+           cover: int = 0) -> dict[str, float]:
     """Figures of the tables :func:`linked` shows."""
     every, recall, sizes, foreign = [], [], [], []
     for r in rows:
@@ -229,17 +230,20 @@ def scored(rows: list[dict], top_k: int, score=blend, *, one_part: int = 0, cove
             "tables shown": statistics.mean(sizes), "of other databases": statistics.mean(foreign)}
 
 
-def against(rows: list[dict], top_k: int, reference, other, *, one_part: int = 0,  # noqa: ANN001 - scorers
-            cover: tuple[int, int] = (0, 0)) -> str:
+def view(top_k: int, score=blend, *, one_part: int = 0, cover: int = 0):  # noqa: ANN001, ANN201 - scorer in, view out
+    """A view: a row to the tables :func:`linked` shows for it with these settings."""
+    return lambda row: linked(row, top_k, score, one_part, cover)
+
+
+def against(rows: list[dict], reference, other) -> str:  # noqa: ANN001 - views (:func:`view`)
     """Questions whose gold tables ``other`` shows all of where ``reference`` does not, the reverse, and the sign
-    test on them; ``cover``: the reference's and the other's :func:`covering_part` depth (0: by ``one_part``)."""
+    test on them."""
     from text2sql_dspy.optimize.report import paired_comparison
 
-    def each(score, depth: int) -> list[dict]:  # noqa: ANN001
-        return [{"index": i, "correct": r["gold"] <= linked(r, top_k, score, one_part, depth)}
-                for i, r in enumerate(rows)]
+    def each(shows) -> list[dict]:  # noqa: ANN001
+        return [{"index": i, "correct": r["gold"] <= shows(r)} for i, r in enumerate(rows)]
 
-    paired = paired_comparison(each(reference, cover[0]), each(other, cover[1]))
+    paired = paired_comparison(each(reference), each(other))
     return f"{paired['gained']} gained, {paired['lost']} lost, sign test p = {paired['sign_test_p']:.3f}"
 
 
@@ -325,10 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             report(f"F: the part the top {depth} vote for", scored(every, k, one_part=depth))
         for depth in args.cover_depths:
             report(f"P: the part covering the top {depth}", scored(every, k, cover=depth))
-            print(f"    against C: {against(every, k, blend, blend, one_part=1, cover=(0, depth))}")
+            print(f"    against C: {against(every, view(k, one_part=1), view(k, cover=depth))}")
         for bonus in args.value_bonus:
             report(f"V: C, named values +{bonus:g}", scored(every, k, valued(bonus), one_part=1))
-            print(f"    against C: {against(every, k, blend, valued(bonus), one_part=1)}")
+            print(f"    against C: {against(every, view(k, one_part=1), view(k, valued(bonus), one_part=1))}")
     model = fit(every)
     print("\nB's weights, fitted on every fold (signals as given, not standardised):")
     for name, weight in zip(SIGNALS, model.coef_[0], strict=True):
@@ -345,10 +349,10 @@ def main(argv: list[str] | None = None) -> int:
                 report(f"F: the part the top {depth} vote for", scored(rows, k, one_part=depth))
             for depth in args.cover_depths:
                 report(f"P: the part covering the top {depth}", scored(rows, k, cover=depth))
-                print(f"      against C: {against(rows, k, blend, blend, one_part=1, cover=(0, depth))}")
+                print(f"      against C: {against(rows, view(k, one_part=1), view(k, cover=depth))}")
             for bonus in args.value_bonus:
                 report(f"V: C, named values +{bonus:g}", scored(rows, k, valued(bonus), one_part=1))
-                print(f"      against C: {against(rows, k, blend, valued(bonus), one_part=1)}")
+                print(f"      against C: {against(rows, view(k, one_part=1), view(k, valued(bonus), one_part=1))}")
     return 0
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from fit_linker import against, arguments, blend, fold_rows, merged_rows, report, scored  # noqa: E402
+from fit_linker import against, arguments, blend, fold_rows, merged_rows, report, scored, view  # noqa: E402
 
 from text2sql_dspy.programs.retrieval.adapter import QuestionAdapter  # noqa: E402
 from text2sql_dspy.programs.retrieval.embedder import load_embedder  # noqa: E402
@@ -226,7 +226,7 @@ def compare(title: str, rows: list[dict], designs: dict[str, dict], top_k: int) 
         report("A: today's blend", scored(rows, k, blend))
         for label, cosines in designs.items():
             report(label, scored(rows, k, with_cosines(cosines)))
-            print(f"  {'':34s} all gold shown, against A: {against(rows, k, blend, with_cosines(cosines))}")
+            print(f"  {'':34s} all gold shown, against A: {against(rows, view(k), view(k, with_cosines(cosines)))}")
 
 
 def cosines_by_design(model, training: list[dict], rows: list[dict], args) -> dict[str, dict]:  # noqa: ANN001

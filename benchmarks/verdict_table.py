@@ -2,8 +2,8 @@
 """The figures of "knowing when an answer is wrong" for two ``text2sql evaluate`` runs of one program on the same
 questions: accuracy with a sign test, the confidence's ROC AUC and ECE, how many answers read "likely right" and
 how many of those are right, median latency, answers that are no query or do not run, and for conversations the
-first-turn, later-turn and interaction figures, and the verdict's figures with other columns allowed; then each signal's ROC AUC alone
-beside the verifier's, and the questions that changed.
+first-turn, later-turn and interaction figures, and the verdict's figures with other columns allowed; then each
+signal's ROC AUC alone beside the verifier's, and the questions that changed.
 
     python benchmarks/verdict_table.py BEFORE_RUN AFTER_RUN [--program v2] [--after-program NAME] [--sure 0.945]
         [--verifier verifier.json] [--common]

@@ -29,7 +29,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from text2sql_dspy.optimize.provenance import code_identity
+from text2sql_dspy.optimize.provenance import code_identity, described
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.command import (
     EXIT_MODEL_SERVICE_ERROR,
@@ -125,7 +125,7 @@ def evaluate(args: argparse.Namespace) -> int:
           f"; scored as {scoring.description}"
           f"; evidence {'on' if evidence else 'off'}; value lookup {args.values}"
           + (f"; conversation history {'on' if history else 'off'}" if conversations else "")
-          + f"; code {' at '.join(code_identity().values())}")
+          + f"; code {described(code_identity())}")
     for spec in programs:
         todo = [(i, ex) for i, ex in enumerate(examples) if (spec, i) not in done]
         if not todo:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-__all__ = ["code_identity", "digest_of"]
+__all__ = ["code_identity", "described", "digest_of"]
 
 SUFFIXES = (".py", ".json", ".yaml")  # what decides an answer; caches and compiled files do not
 
@@ -21,8 +21,8 @@ def digest_of(roots: Iterable[Path]) -> str:
     in sorted order: the same files give the same digest wherever they are installed."""
     digest = hashlib.sha256()
     for root in roots:
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts)
-        for path in files:
+        files = (p for p in root.rglob("*") if p.suffix in SUFFIXES and "__pycache__" not in p.parts and p.is_file())
+        for path in sorted(files):
             digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\n".encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:16]
@@ -55,3 +55,8 @@ def code_identity() -> dict[str, str]:
     if (commit := _commit(roots[0])) is not None:
         found["commit"] = commit
     return found
+
+
+def described(code: dict[str, str]) -> str:
+    """A code identity in words: ``digest at commit``, or the digest alone outside git."""
+    return " at ".join(code.values())

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from text2sql_dspy.optimize.provenance import described
 from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
 from text2sql_dspy.programs.calibration import expected_calibration_error
 
@@ -171,7 +172,7 @@ def write_report(out: Path, summaries: dict[str, dict], records: dict[str, list[
     names = list(records)
     paired = {name: paired_comparison(records[names[0]], records[name]) for name in names[1:]}
     meta = {**meta, "paired": paired, "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    codes = sorted({" at ".join(r["code"].values()) for rows in records.values() for r in rows if r.get("code")})
+    codes = sorted({described(r["code"]) for rows in records.values() for r in rows if r.get("code")})
     if codes:  # which code answered (more than one where a run was resumed after the code changed)
         meta["code"] = codes
     results = {"meta": meta, "programs": summaries, "records": records}

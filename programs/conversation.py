@@ -138,7 +138,7 @@ def question_to_store(question: str, turns: list[Turn], lm: Any = None) -> str:
     (:func:`standalone_question`), or the conversation's questions joined where the rewrite still points back at
     the conversation (:func:`points_back`), which a later reader of the store does not have."""
     rewritten = standalone_question(question, turns, lm)
-    return joined_question(question, turns) if turns and points_back(rewritten) else rewritten
+    return joined_question(question, turns) if points_back(rewritten) else rewritten
 
 
 def joined_question(question: str, turns: Iterable[Turn]) -> str:
