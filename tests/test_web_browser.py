@@ -28,6 +28,7 @@ from tests.services import unavailable
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 QUESTION = "How many users are blocked right now?"
+SCRIPTED_WAIT_S = 300  # scripted answers take seconds; the bound is for a CI machine busy with other work
 ANSWER_WAIT_S = 1800  # an upper bound for the embedded model on 2 cores shared with other work; the server's limit matches
 
 pytestmark = pytest.mark.browser
@@ -206,21 +207,31 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 
 def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripted_server, browser) -> None:  # noqa: ANN001
-    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.common.exceptions import NoAlertPresentException, TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     url, store_path = scripted_server
     browser.get(url + "/")
     box = browser.find_element(By.ID, "question")
-    for question in (f"Which notes say {HOSTILE}?", "Which notes score best?"):  # the second while the first runs
+    box.send_keys("   ")
+    browser.find_element(By.ID, "ask-button").click()
+    WebDriverWait(browser, 30).until(lambda d: "empty" in d.find_element(By.ID, "ask-status").text)
+    assert box.get_attribute("value") == "   "  # a refused question is back in the box to mend
+    box.clear()
+    for question in (f"Which notes say {HOSTILE}?", "Which notes score best?"):  # typed while the first is sent
         box.send_keys(question)
         browser.find_element(By.ID, "ask-button").click()
     def both_answered(driver: object) -> list | None:
+        failed = browser.find_elements(By.CSS_SELECTOR, "#answers article.failed")
+        assert not failed, failed[0].text  # fail now, with the reason, rather than wait out the clock
         found = browser.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]")
         return found if len(found) == 2 else None
 
-    answers = WebDriverWait(browser, 60).until(both_answered)
+    try:
+        answers = WebDriverWait(browser, SCRIPTED_WAIT_S).until(both_answered)
+    except TimeoutException:
+        pytest.fail(f"not both answered in {SCRIPTED_WAIT_S} s; the page shows {browser.find_element(By.ID, 'answers').text!r}")
     first = answers[1]  # newest first
     assert first.find_element(By.CSS_SELECTOR, "h3.question").text == f"Which notes say {HOSTILE}?"
     assert first.find_element(By.CSS_SELECTOR, ".result tbody td").text == HOSTILE  # shown as text
@@ -273,7 +284,7 @@ def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_ser
     browser.get(url + "/")
     browser.find_element(By.ID, "question").send_keys("How many users are suspended?")
     browser.find_element(By.ID, "ask-button").click()
-    answer = WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+    answer = WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
     assert answer.get_attribute("data-status") == "unsure" and "Which did you mean?" in answer.text
     readings = answer.find_elements(By.CSS_SELECTOR, ".readings .reading")
     assert [r.get_attribute("data-sql") for r in readings] == [
@@ -318,7 +329,7 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
     browser.get(url + "/")
     browser.find_element(By.ID, "question").send_keys("How many users are suspended?")
     browser.find_element(By.ID, "ask-button").click()
-    first = WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+    first = WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
     first.find_element(By.CSS_SELECTOR, ".follow-up-question").send_keys("Which ones?")
     first.find_element(By.CSS_SELECTOR, "form.follow-up button[type=submit]").click()
 
@@ -326,7 +337,7 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
         found = driver.find_elements(By.CSS_SELECTOR, "#answers .thread article.answer[data-job]")
         return found[1] if len(found) == 2 else None
 
-    second = WebDriverWait(browser, 60).until(follow_up)
+    second = WebDriverWait(browser, SCRIPTED_WAIT_S).until(follow_up)
     assert len(browser.find_elements(By.CSS_SELECTOR, "#answers .thread")) == 1  # one conversation, shown as one
     assert second.get_attribute("data-conversation") == first.get_attribute("data-conversation")
     assert second.get_attribute("data-sql") == NAMES and "follow-up 1" in second.text
@@ -362,7 +373,7 @@ def test_a_wrong_answer_reads_likely_wrong_with_its_finding_in_a_real_browser(ti
         browser.get(url + "/")
         browser.find_element(By.ID, "question").send_keys("List the emails of all users.")
         browser.find_element(By.ID, "ask-button").click()
-        answer = WebDriverWait(browser, 60).until(
+        answer = WebDriverWait(browser, SCRIPTED_WAIT_S).until(
             lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
         badge = answer.find_element(By.CSS_SELECTOR, ".verdict .badge")
         assert badge.text == "likely wrong" and "bad" in badge.get_attribute("class")

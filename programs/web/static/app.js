@@ -40,17 +40,19 @@ function detailOf(data, response) {
 async function ask(event) {
   event.preventDefault();
   const status = document.getElementById("ask-status");
-  const question = document.getElementById("question").value;
+  const box = document.getElementById("question");
+  const question = box.value;
   const db = document.getElementById("db").value;
   const program = document.getElementById("program").value;
   status.textContent = "";
+  box.value = ""; // at once: what is typed while this one is sent is the next question
   const { response, data } = await postJSON("/jobs", { question, db, program });
   if (response.status !== 202) {
+    if (!box.value) box.value = question; // refused: back in the box to mend, unless a new one is being typed
     const retry = response.headers.get("Retry-After");
     status.textContent = detailOf(data, response) + (retry ? ` (Retry-After: ${retry} s)` : "");
     return;
   }
-  document.getElementById("question").value = "";
   const thread = el("section", "thread");
   thread.dataset.conversation = data.conversation;
   document.getElementById("answers").prepend(thread);
