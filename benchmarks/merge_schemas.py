@@ -41,10 +41,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from text2sql_dspy.programs.db.database import QueryResult  # noqa: E402
+from text2sql_dspy.programs.query.rename import NAMESPACE_SEPARATOR, cte_names, rename_tables  # noqa: E402
 from text2sql_dspy.programs.query.results import is_ordered, results_match  # noqa: E402
 
 MERGED_DB_ID = "merged"
-SEPARATOR = "__"
 USER_TABLES = "FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
 
 
@@ -54,7 +54,7 @@ USER_TABLES = "FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite
 
 def merged_name(db_id: str, table: str) -> str:
     """A table's name in the merged database: its database's name, ``__``, its own name (case kept)."""
-    return f"{db_id}{SEPARATOR}{table}"
+    return f"{db_id}{NAMESPACE_SEPARATOR}{table}"
 
 
 def name_map(db_id: str, tables: list[str]) -> dict[str, str]:
@@ -67,36 +67,6 @@ def name_map(db_id: str, tables: list[str]) -> dict[str, str]:
             raise ValueError(f"{db_id}: tables {names[key]!r} and {merged_name(db_id, table)!r} differ only in case")
         names[key] = merged_name(db_id, table)
     return names
-
-
-def cte_names(tree: exp.Expression) -> set[str]:
-    """The lower-cased names the query's ``WITH`` clauses define (a ``FROM`` of one is not a stored table)."""
-    return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-
-
-def column_qualifiers(tree: exp.Expression) -> set[str]:
-    """The lower-cased table names or aliases that qualify a column anywhere in the query (``singer`` in
-    ``singer.name`` and ``singer.*``)."""
-    return {column.table.lower() for column in tree.find_all(exp.Column) if column.table}
-
-
-def rename_tables(tree: exp.Expression, names: dict[str, str]) -> exp.Expression:
-    """A copy of ``tree`` with every stored table in ``names`` (keys lower-cased) renamed, in every scope:
-    subqueries, joins, set operations. Tables named in ``WITH``, tables with a schema prefix and tables not in
-    ``names`` stay as they are. A renamed table without an alias gets its old name as alias when some column is
-    qualified by that name, so ``singer.name`` still resolves; columns themselves are never touched, so a column
-    named like a table keeps its name."""
-    tree = tree.copy()
-    local = cte_names(tree)
-    qualifiers = column_qualifiers(tree)
-    for table in list(tree.find_all(exp.Table)):
-        key = table.name.lower()
-        if key not in names or key in local or table.args.get("db") or not isinstance(table.this, exp.Identifier):
-            continue
-        if not table.alias and key in qualifiers:
-            table.set("alias", exp.TableAlias(this=table.this.copy()))
-        table.set("this", exp.to_identifier(names[key]))
-    return tree
 
 
 def rewrite_gold(sql: str, names: dict[str, str]) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.catalog.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
@@ -20,6 +21,7 @@ from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensur
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.examples.identity import catalog_key
 from text2sql_dspy.programs.query.grouping import regrouped
+from text2sql_dspy.programs.query.rename import renamed
 from text2sql_dspy.programs.query.requalify import requalified
 from text2sql_dspy.programs.catalog.samples import sampled
 from text2sql_dspy.programs.query.validator import SQLValidator
@@ -74,13 +76,15 @@ class DataSource:
         """Whether ``sql`` passes :attr:`catalog_validator`: every table and column it names is here."""
         return self.catalog_validator.validate(sql).valid
 
-    def runnable(self, sql: str) -> str:
-        """A drafted ``sql`` as this engine needs it: a column on the wrong table moved to the one that has it
+    def runnable(self, sql: str, shown: Mapping[str, str] = MappingProxyType({})) -> str:
+        """A drafted ``sql`` as this engine needs it: tables the prompt ``shown`` under other names (lower-cased, as
+        :attr:`~.schema_view.SchemaView.renamed` maps them) renamed to the stored ones (:func:`~.rename.renamed`), a
+        column on the wrong table moved to the one that has it
         (:func:`~.requalify.requalified`), a join ranked by an aggregate it has no group for grouped by the rows it
         shows (:func:`~.grouping.regrouped`), then SQLite habits carried to this engine (:func:`~.dialect.portable`).
         A query too deeply nested to rewrite is returned as it is, for the validator to refuse."""
         try:
-            sql = regrouped(requalified(sql, self.catalog, self.dialect), self.dialect)
+            sql = regrouped(requalified(renamed(sql, shown, self.dialect), self.catalog, self.dialect), self.dialect)
             return portable(sql, self.dialect, self.column_names, self.text_column_names, self.integer_column_names)
         except RecursionError:
             return sql

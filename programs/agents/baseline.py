@@ -24,7 +24,8 @@ class Baseline(Text2SQLProgram):
 
     def answer(self, question: str, source: DataSource, hint: str = "", history: History = History()) -> Answer:
         view = self.schema(source, question, hint, history.text)
-        draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text, facts=view.facts)
+        draft = draft_sql(self.draft, self.lm, source=source, question=question, table_schemas=view.text,
+                          facts=view.facts, shown=view.renamed)
         steps = [Step(kind="draft", sql=draft.sql, note=draft.error or f"confidence {draft.confidence:.2f}")]
         if not draft.sql:
             return Answer(question=question, status=Status.FAILED, reason=draft.error or "the model gave no query",

@@ -6,7 +6,9 @@ score its confidence the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import dspy
@@ -54,14 +56,17 @@ class Draft:
 
 def draft_sql(
     predictor: dspy.Predict, lm: Any, *, source: DataSource | None = None, temperature: float | None = None,
-    seed: int | None = None, max_tokens: int = DRAFT_MAX_TOKENS, **inputs: Any,
+    seed: int | None = None, max_tokens: int = DRAFT_MAX_TOKENS, shown: Mapping[str, str] = MappingProxyType({}),
+    **inputs: Any,
 ) -> Draft:
     """Run ``predictor`` (over :class:`~signatures.DraftSQL`) on ``lm``; never raises for a bad reply.
 
     Of ``predictor``'s demos (a compiled program's), those :func:`~.carried.shown_demos` keeps are shown: a demo
     over another database is shown only when carried, under its own schema and marked as that database's, since
     shown bare it teaches a small model names that do not exist here (this database's own verified pairs come in
-    ``facts``). The reply is cleaned (:func:`~..db.reply.clean_sql`) and, given the ``source`` it is for, made runnable on that engine (:meth:`~.source.DataSource.runnable`).
+    ``facts``). The reply is cleaned (:func:`~..db.reply.clean_sql`) and, given the ``source`` it is for, made
+    runnable on that engine (:meth:`~.source.DataSource.runnable`), with the tables ``table_schemas`` showed under
+    other names (``shown``: :attr:`~.schema_view.SchemaView.renamed`) renamed back.
 
     Greedy unless ``temperature`` is given (then ``seed`` tells samples apart, also in DSPy's
     cache). Confidence is the geometric-mean probability of the SQL's tokens where ``lm`` returns
@@ -87,7 +92,7 @@ def draft_sql(
         return Draft("", 0.0, LOOP_ERROR, tokens=len(tokens), truncated=True)
     sql = clean_sql(str(pred.get("sql") or ""))
     if sql and source is not None:
-        sql = source.runnable(sql)
+        sql = source.runnable(sql, shown)
     confidence = mean_token_probability(tokens)
     return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL",
                  weakest=lowest_token_probability(tokens), tokens=len(tokens), doubts=doubtful_tokens(tokens),

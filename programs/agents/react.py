@@ -175,7 +175,7 @@ class ReActAgent(Text2SQLProgram):
         if record.previous:
             options["previous_sql"] = record.previous
         draft = draft_sql(predictor, self.lm, source=record.source, question=record.question,
-                          table_schemas=view.text, facts=view.facts, **options)
+                          table_schemas=view.text, facts=view.facts, shown=view.renamed, **options)
         record.step(kind, draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
         record.drafts.setdefault(draft.sql, draft)
         if draft.sql and kind != "sample":  # a sample's confidence is not the agent's
@@ -219,7 +219,7 @@ class ReActAgent(Text2SQLProgram):
             return None
         view = self.schema(record.source, question, hint)
         draft = draft_sql(self.draft, self.lm, source=record.source, question=question, table_schemas=view.text,
-                          facts=view.facts)
+                          facts=view.facts, shown=view.renamed)
         record.step("standalone", draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
         record.drafts.setdefault(draft.sql, draft)
         return draft

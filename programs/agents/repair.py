@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import dspy
@@ -19,6 +21,7 @@ from text2sql_dspy.programs.agents.record import Record
 from text2sql_dspy.programs.agents.recovery import predict_or_error
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
+from text2sql_dspy.programs.query.rename import renamed
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.query.validator import ValidationResult
@@ -141,7 +144,7 @@ def repair(agent: dspy.ReAct, record: Record, view: SchemaView, steps: int, *,
     """Run ``agent`` for up to ``steps`` steps with the question's tools, keep what they found in ``record``, and
     return the query its extract step wrote (cleaned; "" for none) and why the loop gave none, if it did."""
     loop = copy.copy(agent)
-    loop.tools = {**bound_tools(agent, record, retrieval_type), "finish": agent.tools["finish"]}
+    loop.tools = {**bound_tools(agent, record, retrieval_type, view.renamed), "finish": agent.tools["finish"]}
     loop.react = react = Lenient(agent.react)
     loop.extract = extract = Lenient(agent.extract, empty={"reasoning": "", "sql": ""})
     pred, error = predict_or_error(loop, question=record.question, table_schemas=view.text, facts=view.facts,
@@ -151,13 +154,15 @@ def repair(agent: dspy.ReAct, record: Record, view: SchemaView, steps: int, *,
     _keep(record, pred.trajectory)
     sql = clean_sql(str(pred.get("sql") or ""))
     if sql:
-        return record.source.runnable(sql), None
+        return record.source.runnable(sql, view.renamed), None
     errors = [*react.errors, *extract.errors]
     return "", errors[0] if errors else step_limit_reached(steps)
 
 
-def bound_tools(agent: dspy.ReAct, record: Record, retrieval_type: str) -> dict[str, dspy.Tool]:
-    """The question's tools, within what is left of its budgets; they read ``record``'s inputs, never write it."""
+def bound_tools(agent: dspy.ReAct, record: Record, retrieval_type: str,
+                shown: Mapping[str, str] = MappingProxyType({})) -> dict[str, dspy.Tool]:
+    """The question's tools, within what is left of its budgets; they read ``record``'s inputs, never write it. A
+    query's tables that the prompt ``shown`` under other names are renamed to the stored ones first."""
     limits, source, question = record.limits, record.source, record.question
     left = {"retrievals": limits.max_retrieval_calls - record.retrievals,
             "validations": record.attempts_left,
@@ -174,7 +179,7 @@ def bound_tools(agent: dspy.ReAct, record: Record, retrieval_type: str) -> dict[
         return Observation(Retrieval([h.name for h in hits], source.with_header(render_hits(source.catalog, hits))))
 
     def validate(query: str) -> Observation:
-        sql = clean_sql(str(query))
+        sql = renamed(clean_sql(str(query)), shown, source.dialect)
         if sql not in known:
             if left["validations"] <= 0:
                 return Observation(Refusal("Validation limit reached. Call finish with your best valid query."))
@@ -184,7 +189,7 @@ def bound_tools(agent: dspy.ReAct, record: Record, retrieval_type: str) -> dict[
         return Observation(known[sql])
 
     def judge(query: str) -> Observation:
-        sql = clean_sql(str(query))
+        sql = renamed(clean_sql(str(query)), shown, source.dialect)
         if sql not in known or not known[sql].valid:
             return Observation(Refusal("Call validate_sql with this query and make it pass first."))
         if left["judge"] <= 0 or not record.judge_available:

@@ -10,19 +10,23 @@ schema sits right after the instructions. So:
 * where the retrieved tables fall in more than one part of the schema (tables that declared foreign keys link,
   :meth:`~text2sql_dspy.programs.catalog.catalog.Catalog.parts`), only the top hit's part is rendered, whole
   where it fits ``PART_BUDGET`` tokens, with the tables no key links; the other parts' tables are named after it,
-  without their columns (:func:`one_part`).
+  without their columns (:func:`one_part`);
+* where every rendered table of such a view has one namespace prefix (``concert_singer__singer``,
+  ``concert_singer__concert``: :func:`~.query.rename.namespace`), they are shown by their own names, and
+  :attr:`SchemaView.renamed` maps those back to the stored ones, for the draft to be renamed before it is checked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from text2sql_dspy.programs.catalog.catalog import Catalog
+from text2sql_dspy.programs.catalog.catalog import Catalog, Table
+from text2sql_dspy.programs.query.rename import namespace
 from text2sql_dspy.programs.retrieval.retriever import RetrievedTable, make_retriever
 from text2sql_dspy.programs.source import DataSource
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "PART_BUDGET", "SchemaView",
-           "estimated_tokens", "one_part", "schema_view"]
+           "estimated_tokens", "one_part", "schema_view", "without_prefix"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
@@ -46,6 +50,7 @@ class SchemaView:
     text: str
     whole: bool
     facts: str = ""  # what is shown with the question: earlier turns, verified pairs, the hint, stored values
+    renamed: dict[str, str] = field(default_factory=dict)  # a name shown (lower-cased) -> the table's stored name
 
 
 def estimated_tokens(text: str) -> int:
@@ -86,9 +91,23 @@ def schema_view(
     join_only = {h.name.lower() for h in hits if h.via is not None}
     rendered, named = one_part(source.catalog, hits) if keep_to_one_part else ({h.name.lower() for h in hits}, [])
     ordered = [t for t in source.catalog.tables if t.name.lower() in rendered]
-    blocks = [t.render(brief=t.name.lower() in join_only) for t in ordered]
+    prefix = namespace([t.name for t in ordered], source.catalog.table_names)
+    blocks = [without_prefix(t, prefix).render(brief=t.name.lower() in join_only) for t in ordered]
     if named:
         shown = [t.name for t in source.catalog.tables if t.name.lower() in set(named)]
         blocks.append(f"-- Also in this database, not linked to the tables above by any key: {', '.join(shown)}")
     text = "\n\n".join(blocks) if blocks else "-- no matching tables"
-    return SchemaView([t.name for t in ordered], source.with_header(text), whole=False)
+    renamed = {t.name[len(prefix):].lower(): t.name for t in ordered} if prefix else {}
+    return SchemaView([t.name for t in ordered], source.with_header(text), whole=False, renamed=renamed)
+
+
+def without_prefix(table: Table, prefix: str) -> Table:
+    """``table`` named, and its keys' referenced tables named, without ``prefix`` (lower-cased) where they have it."""
+    if not prefix:
+        return table
+
+    def bare(name: str) -> str:
+        return name[len(prefix):] if name.lower().startswith(prefix) else name
+
+    columns = [c.model_copy(update={"references": bare(c.references)}) if c.references else c for c in table.columns]
+    return table.model_copy(update={"name": bare(table.name), "columns": columns})
