@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -181,8 +181,8 @@ def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 @contextmanager
-def served(service: object) -> Iterator[str]:
-    """``service``'s app served by uvicorn on a free loopback port in a thread of this process; its URL."""
+def served(service: object, wrap: Callable[[object], object] = lambda app: app) -> Iterator[str]:
+    """``service``'s app (``wrap``ped) served by uvicorn on a free loopback port in a thread of this process; its URL."""
     import threading
 
     import uvicorn
@@ -190,7 +190,7 @@ def served(service: object) -> Iterator[str]:
     from text2sql_dspy.programs.web.app import create_app, loopback_hosts
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts=loopback_hosts("127.0.0.1")),
+    server = uvicorn.Server(uvicorn.Config(wrap(create_app(service, allowed_hosts=loopback_hosts("127.0.0.1"))),
                                            host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -223,8 +223,8 @@ def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripte
         box.send_keys(question)
         browser.find_element(By.ID, "ask-button").click()
     def both_answered(driver: object) -> list | None:
-        failed = browser.find_elements(By.CSS_SELECTOR, "#answers article.failed")
-        assert not failed, failed[0].text  # fail now, with the reason, rather than wait out the clock
+        failed = browser.find_elements(By.CSS_SELECTOR, "#answers article.failed, #answers p.error")
+        assert not failed, failed[0].text  # a failure or a lost stream: fail now, with the reason, not at the clock
         found = browser.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]")
         return found if len(found) == 2 else None
 
@@ -381,3 +381,54 @@ def test_a_wrong_answer_reads_likely_wrong_with_its_finding_in_a_real_browser(ti
             By.CSS_SELECTOR, ".verdict .confidence").text
         checks = [c.text for c in answer.find_elements(By.CSS_SELECTOR, "p.finding")]
         assert any("LIMIT 1 keeps only some of the rows" in c for c in checks)
+
+
+class DropFirstStream:
+    """ASGI middleware: the first progress stream ends after its first event, as a dropped connection does."""
+
+    def __init__(self, app: Callable) -> None:
+        self.app, self.dropped = app, False
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if self.dropped or scope["type"] != "http" or not scope["path"].endswith("/events"):
+            return await self.app(scope, receive, send)
+        self.dropped = True
+        ended = False
+
+        async def cut(message: dict) -> None:
+            nonlocal ended
+            if ended:
+                return  # the browser is gone from this stream
+            if message["type"] == "http.response.body" and message.get("body"):
+                message, ended = {**message, "more_body": False}, True
+            await send(message)
+
+        return await self.app(scope, receive, cut)
+
+
+def test_a_dropped_progress_stream_is_reopened_and_the_answer_still_comes(tiny_db: Path, tmp_path: Path,
+                                                                         browser) -> None:  # noqa: ANN001
+    import threading
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.fakes import draft
+    from tests.web_fakes import GatedLM, scripted_service
+
+    gate = threading.Event()
+    service = scripted_service(tiny_db, GatedLM([draft("SELECT count(*) FROM users")] * 5, gate),
+                               examples_path=tmp_path / "examples.sqlite")
+    with served(service, DropFirstStream) as url:
+        browser.get(url + "/")
+        browser.find_element(By.ID, "question").send_keys("How many users are there?")
+        browser.find_element(By.ID, "ask-button").click()
+        stages = lambda d: [li.text for li in d.find_elements(By.CSS_SELECTOR, "#answers .progress li")]  # noqa: E731
+        WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: "drafting the SQL" in stages(d))  # on the reopened stream
+        shown = stages(browser)
+        assert len(shown) == len(set(shown)), shown  # the stages sent again are not shown twice
+        assert not browser.find_elements(By.CSS_SELECTOR, "#answers p.error")
+        gate.set()
+        answer = WebDriverWait(browser, SCRIPTED_WAIT_S).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+        assert "SELECT count(*) FROM users" in answer.get_attribute("data-sql")

@@ -2,6 +2,8 @@
 // draw its chart with the packaged Plotly, and teach (Right / Wrong -> edit -> run read-only -> save).
 "use strict";
 
+const MAX_DROPS = 3; // a question's progress stream may drop this many times in a row before the page gives up
+
 const STAGES = {
   queued: (d) => (d.ahead ? `waiting: ${d.ahead} question(s) ahead` : "starting"),
   loading: () => "loading the model",
@@ -85,7 +87,14 @@ function follow(job, question, thread) {
   card.append(progress);
   thread.append(card);
   const source = new EventSource(job.events);
+  // A dropped stream is reopened by the browser, and the server sends the job's stages again from the first:
+  // those already shown are skipped. Only after MAX_DROPS drops in a row does the page give up.
+  let shown = 0, sent = 0, drops = 0;
+  source.onopen = () => { sent = 0; };
   source.addEventListener("stage", (e) => {
+    drops = 0;
+    if (sent++ < shown) return;
+    shown++;
     const d = JSON.parse(e.data);
     const label = (STAGES[d.stage] || (() => d.stage))(d);
     const last = progress.lastElementChild;
@@ -109,6 +118,7 @@ function follow(job, question, thread) {
   });
   source.onerror = () => {
     if (source.readyState === EventSource.CLOSED) return;
+    if (++drops < MAX_DROPS) return; // the browser reconnects
     source.close();
     card.append(el("p", "error", "Lost the connection to the server while waiting; reload the page to see the history."));
   };
