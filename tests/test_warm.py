@@ -115,6 +115,17 @@ def test_warming_reads_the_whole_schema_of_a_cold_database(tiny_db: Path, tiny_s
     assert schema in messages_text(lm, 0)
 
 
+def test_a_schema_too_large_to_show_whole_is_never_cold(tiny_db: Path, tiny_schemas: Path, embedded: None) -> None:
+    """Over the schema budget every question is shown its retrieved tables, cached or not: there is nothing to read
+    whole, so ``ask`` must not offer to."""
+    lm = logprob_lm([])
+    lm.engine.held_share = lambda lead: 0.0
+    program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, top_k=1, cold_budget=10,
+                       schema_budget=20)
+    assert program.is_cold(program.source()) is False
+    assert program.warm() is False
+
+
 def test_another_model_is_never_cold(tiny_db: Path, tiny_schemas: Path) -> None:
     program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=logprob_lm([]), cold_budget=10)
     assert program.is_cold(program.source()) is False and program.schema(program.source(), "How many users?").whole

@@ -212,12 +212,14 @@ class Text2SQLProgram(dspy.Module):
 
     def is_cold(self, source: DataSource) -> bool:
         """Whether a question on ``source`` would show its linked tables for want of a warm cache: a ``cold_budget``
-        is set, the whole schema is over it, and the embedded model's caches hold less than :data:`WARM_SHARE` of
-        the prompt prefix it opens (another model: never)."""
+        is set, the whole schema is over it but within ``schema_budget`` (over that, no question is shown it whole,
+        warm or not), and the embedded model's caches hold less than :data:`WARM_SHARE` of the prompt prefix it
+        opens (another model: never)."""
         from text2sql_dspy.programs.llm.factory import is_embedded_model
         from text2sql_dspy.programs.llm.stable_prefix_adapter import schema_lead
 
-        if self.cold_budget is None or estimated_tokens(source.whole_schema) <= self.cold_budget:
+        size = estimated_tokens(source.whole_schema)
+        if self.cold_budget is None or not self.cold_budget < size <= self.schema_budget:
             return False
         if not is_embedded_model(self.lm):
             return False
