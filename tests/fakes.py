@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
+from contextlib import closing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -154,3 +157,10 @@ class RecordedLM(DummyLM):
         if isinstance(field_names_and_values, str):
             return field_names_and_values
         return super()._format_answer_fields(field_names_and_values)
+
+
+def sqlite_file(path: Path, script: str) -> Path:
+    """A SQLite file at ``path`` made by ``script`` (DDL and rows), closed; ``path``."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(script)
+    return path

@@ -12,6 +12,7 @@ import pytest
 
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.query.results import results_match
+from tests.fakes import sqlite_file
 from tests.scripts import script
 
 merge_schemas = script("benchmarks/merge_schemas.py")
@@ -108,14 +109,6 @@ def test_choices_are_seeded() -> None:
         merge_schemas.choose_distractors(counts, have=5, min_tables=100, seed=2, exclude={"a"})
 
 
-def _database(path: Path, script: str) -> Path:
-    conn = sqlite3.connect(path)
-    conn.executescript(script)
-    conn.commit()
-    conn.close()
-    return path
-
-
 ALPHA = """
 CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, age int DEFAULT 30, UNIQUE (name));
 CREATE TABLE concert (cid INTEGER, singer_id INTEGER, year TEXT, PRIMARY KEY (cid),
@@ -138,7 +131,7 @@ def _rows(conn: sqlite3.Connection, sql: str) -> QueryResult:
 
 
 def test_merge_two_databases(tmp_path: Path) -> None:
-    alpha, beta = _database(tmp_path / "alpha.sqlite", ALPHA), _database(tmp_path / "beta.sqlite", BETA)
+    alpha, beta = sqlite_file(tmp_path / "alpha.sqlite", ALPHA), sqlite_file(tmp_path / "beta.sqlite", BETA)
     target = tmp_path / "out" / "merged.sqlite"
     merged = merge_schemas.merge({"alpha": alpha, "beta": beta}, target)
 
@@ -187,7 +180,7 @@ def test_main_writes_the_benchmark_and_fails_on_a_wrong_rewrite(tmp_path: Path, 
     spider, train = tmp_path / "spider", tmp_path / "train"
     for folder, db_id, ddl in ((spider, "alpha", ALPHA), (train, "beta", BETA)):
         (folder / "database" / db_id).mkdir(parents=True)
-        _database(folder / "database" / db_id / f"{db_id}.sqlite", ddl)
+        sqlite_file(folder / "database" / db_id / f"{db_id}.sqlite", ddl)
     questions = [{"db_id": "alpha", "question": "How many singers?", "query": "SELECT count(*) FROM singer"},
                  {"db_id": "alpha", "question": "Names?", "query": "SELECT singer.name FROM singer ORDER BY name"}]
     (spider / "dev.json").write_text(json.dumps(questions))

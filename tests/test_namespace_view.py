@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 from dspy.utils import DummyLM
 
-from tests.fakes import draft
+from tests.fakes import draft, sqlite_file
 from text2sql_dspy.programs.agents.react import ReActAgent
 from text2sql_dspy.programs.catalog.catalog import Column, Table
 from text2sql_dspy.programs.query.rename import namespace, renamed
@@ -72,9 +71,7 @@ def test_without_prefix_renames_the_table_and_the_tables_its_keys_reference() ->
 
 @pytest.fixture
 def namespaced_db(tmp_path: Path) -> Path:
-    path = tmp_path / "namespaced.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.executescript("""
+    return sqlite_file(tmp_path / "namespaced.sqlite", """
             CREATE TABLE shop__singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT);
             CREATE TABLE shop__concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES shop__singer(id),
                                         year INTEGER);
@@ -85,8 +82,6 @@ def namespaced_db(tmp_path: Path) -> Path:
             INSERT INTO shop__concert VALUES (1, 1, 2014), (2, 1, 2015);
             INSERT INTO music__singer VALUES (1, 'Bo', 'France');
         """)
-    conn.close()
-    return path
 
 
 QUESTION = "How many concerts did each singer from Portugal give?"

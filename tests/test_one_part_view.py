@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tests.fakes import sqlite_file
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.retrieval.retriever import RetrievedTable
 from text2sql_dspy.programs.retrieval.schema_view import one_part, schema_view
@@ -58,9 +58,7 @@ def test_one_part(hits: list[str], budget: int, rendered: set[str], named: list[
 
 @pytest.fixture
 def wide_db(tmp_path: Path) -> Path:
-    path = tmp_path / "wide.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.executescript("""
+    return sqlite_file(tmp_path / "wide.sqlite", """
             CREATE TABLE shop_singer (id INTEGER PRIMARY KEY, name TEXT, age INTEGER);
             CREATE TABLE shop_concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES shop_singer(id), year INTEGER);
             CREATE TABLE music_singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT);
@@ -68,8 +66,6 @@ def wide_db(tmp_path: Path) -> Path:
             INSERT INTO shop_singer VALUES (1, 'Ana', 30);
             INSERT INTO music_singer VALUES (1, 'Bo', 'France');
         """)
-    conn.close()
-    return path
 
 
 def test_a_schema_over_the_budget_renders_the_top_hits_part_and_names_the_rest(wide_db: Path) -> None:

@@ -182,7 +182,8 @@ def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 @contextmanager
 def served(service: object, wrap: Callable[[object], object] = lambda app: app) -> Iterator[str]:
-    """``service``'s app (``wrap``ped) served by uvicorn on a free loopback port in a thread of this process; its URL."""
+    """``service``'s app (``wrap``ped) served by uvicorn on a free loopback port in a thread of this process; its
+    URL."""
     import threading
 
     import uvicorn
@@ -231,7 +232,8 @@ def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripte
     try:
         answers = WebDriverWait(browser, SCRIPTED_WAIT_S).until(both_answered)
     except TimeoutException:
-        pytest.fail(f"not both answered in {SCRIPTED_WAIT_S} s; the page shows {browser.find_element(By.ID, 'answers').text!r}")
+        shown = browser.find_element(By.ID, "answers").text
+        pytest.fail(f"not both answered in {SCRIPTED_WAIT_S} s; the page shows {shown!r}")
     first = answers[1]  # newest first
     assert first.find_element(By.CSS_SELECTOR, "h3.question").text == f"Which notes say {HOSTILE}?"
     assert first.find_element(By.CSS_SELECTOR, ".result tbody td").text == HOSTILE  # shown as text
@@ -284,7 +286,8 @@ def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_ser
     browser.get(url + "/")
     browser.find_element(By.ID, "question").send_keys("How many users are suspended?")
     browser.find_element(By.ID, "ask-button").click()
-    answer = WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+    answer = WebDriverWait(browser, SCRIPTED_WAIT_S).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
     assert answer.get_attribute("data-status") == "unsure" and "Which did you mean?" in answer.text
     readings = answer.find_elements(By.CSS_SELECTOR, ".readings .reading")
     assert [r.get_attribute("data-sql") for r in readings] == [
@@ -329,7 +332,8 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
     browser.get(url + "/")
     browser.find_element(By.ID, "question").send_keys("How many users are suspended?")
     browser.find_element(By.ID, "ask-button").click()
-    first = WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
+    first = WebDriverWait(browser, SCRIPTED_WAIT_S).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#answers article.answer[data-job]"))[0]
     first.find_element(By.CSS_SELECTOR, ".follow-up-question").send_keys("Which ones?")
     first.find_element(By.CSS_SELECTOR, "form.follow-up button[type=submit]").click()
 
@@ -424,7 +428,8 @@ def test_a_dropped_progress_stream_is_reopened_and_the_answer_still_comes(tiny_d
         browser.find_element(By.ID, "question").send_keys("How many users are there?")
         browser.find_element(By.ID, "ask-button").click()
         stages = lambda d: [li.text for li in d.find_elements(By.CSS_SELECTOR, "#answers .progress li")]  # noqa: E731
-        WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: "drafting the SQL" in stages(d))  # on the reopened stream
+        # shown from the reopened stream
+        WebDriverWait(browser, SCRIPTED_WAIT_S).until(lambda d: "drafting the SQL" in stages(d))
         shown = stages(browser)
         assert len(shown) == len(set(shown)), shown  # the stages sent again are not shown twice
         assert not browser.find_elements(By.CSS_SELECTOR, "#answers p.error")

@@ -20,10 +20,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import dspy
@@ -39,6 +37,7 @@ from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, Carrie
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
+from text2sql_dspy.programs.query.rename import without
 from text2sql_dspy.programs.retrieval.schema_view import (
     DEFAULT_FACTS_BUDGET,
     DEFAULT_SCHEMA_BUDGET,
@@ -155,7 +154,7 @@ class Text2SQLProgram(dspy.Module):
         notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
         carried = self.carried.pairs(source, question) if self.carried is not None else []
         facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
-                               pairs=pairs, carried=carried, budget_tokens=self.facts_budget, renamed=view.renamed)
+                               pairs=pairs, carried=carried, budget_tokens=self.facts_budget, namespace=view.namespace)
         text = with_notes(view.text, notes, pairs=bool(pairs)) if notes or pairs else view.text
         return replace(view, text=text, facts=facts)
 
@@ -311,7 +310,7 @@ def _path_or_url(target: Path | str) -> Path | str:
 def question_facts(
     source: DataSource, question: str, hint: str = "", *, values: bool = True, tables: list[str] | None = None,
     history: str = "", pairs: list[StoredExample] | None = None, carried: list[StoredExample] | None = None,
-    budget_tokens: int = DEFAULT_FACTS_BUDGET, renamed: Mapping[str, str] = MappingProxyType({}),
+    budget_tokens: int = DEFAULT_FACTS_BUDGET, namespace: str = "",
 ) -> str:
     """What the drafting step is told with the question: the conversation so far, the verified ``pairs`` (most
     similar first), the user's hint, then the stored values like its words (only in ``tables``, the ones the
@@ -321,14 +320,13 @@ def question_facts(
     The conversation and the hint are the user's and are shown whole. The stored values, then the pairs, then the
     ``carried`` pairs of other databases (under :data:`~..carried_pairs.CARRIED_HEADER`, first) share
     ``budget_tokens``: pairs are dropped, least similar first, to fit (:func:`~..selector.render_pairs`). A value's
-    table is named as the prompt shows it (``renamed``: :attr:`~.schema_view.SchemaView.renamed`).
+    table is named as the prompt shows it: without the ``namespace`` the view shows its tables without.
     """
     matches = ""
     index = value_index(source) if values else None
     if index is not None:
-        shown_as = {stored.lower(): stored[len(stored) - len(name):] for name, stored in renamed.items()}
         found = index.lookup(question, tables=tables, names=schema_words(source.catalog))
-        matches = render_matches([replace(m, table=shown_as.get(m.table.lower(), m.table)) for m in found])
+        matches = render_matches([replace(m, table=without(m.table, namespace)) for m in found])
     left = budget_tokens - (estimated_tokens(matches) if matches else 0)
     shown = render_pairs(pairs, left) if pairs else ""
     left -= estimated_tokens(shown) if shown else 0

@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-__all__ = ["NAMESPACE_SEPARATOR", "cte_names", "column_qualifiers", "namespace", "rename_tables", "renamed"]
+__all__ = ["NAMESPACE_SEPARATOR", "cte_names", "column_qualifiers", "namespace", "rename_tables", "renamed", "without"]
 
 # ``<namespace>__<table>``: dbt's source tables (``stg_stripe__payments``), several databases kept in one SQLite file
 NAMESPACE_SEPARATOR = "__"
@@ -83,3 +83,9 @@ def namespace(shown: Iterable[str], stored: Iterable[str]) -> str:
     if any(not name or name[0].isdigit() or name in taken for name in rest):
         return ""
     return prefix
+
+
+def without(name: str, prefix: str) -> str:
+    """``name`` without ``prefix`` (lower-cased, as :func:`namespace` gives it) where it starts with it; else
+    ``name``."""
+    return name[len(prefix):] if prefix and name.lower().startswith(prefix) else name

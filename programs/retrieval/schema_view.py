@@ -18,10 +18,10 @@ schema sits right after the instructions. So:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
-from text2sql_dspy.programs.query.rename import namespace
+from text2sql_dspy.programs.query.rename import namespace, without
 from text2sql_dspy.programs.retrieval.retriever import RetrievedTable, make_retriever
 from text2sql_dspy.programs.source import DataSource
 
@@ -50,7 +50,12 @@ class SchemaView:
     text: str
     whole: bool
     facts: str = ""  # what is shown with the question: earlier turns, verified pairs, the hint, stored values
-    renamed: dict[str, str] = field(default_factory=dict)  # a name shown (lower-cased) -> the table's stored name
+    namespace: str = ""  # the prefix every table shown has and is shown without (lower-cased); "" for none
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Each table shown under another name: that name (lower-cased) -> the table's stored name."""
+        return {without(t, self.namespace).lower(): t for t in self.tables} if self.namespace else {}
 
 
 def estimated_tokens(text: str) -> int:
@@ -97,17 +102,13 @@ def schema_view(
         shown = [t.name for t in source.catalog.tables if t.name.lower() in set(named)]
         blocks.append(f"-- Also in this database, not linked to the tables above by any key: {', '.join(shown)}")
     text = "\n\n".join(blocks) if blocks else "-- no matching tables"
-    renamed = {t.name[len(prefix):].lower(): t.name for t in ordered} if prefix else {}
-    return SchemaView([t.name for t in ordered], source.with_header(text), whole=False, renamed=renamed)
+    return SchemaView([t.name for t in ordered], source.with_header(text), whole=False, namespace=prefix)
 
 
 def without_prefix(table: Table, prefix: str) -> Table:
     """``table`` named, and its keys' referenced tables named, without ``prefix`` (lower-cased) where they have it."""
     if not prefix:
         return table
-
-    def bare(name: str) -> str:
-        return name[len(prefix):] if name.lower().startswith(prefix) else name
-
-    columns = [c.model_copy(update={"references": bare(c.references)}) if c.references else c for c in table.columns]
-    return table.model_copy(update={"name": bare(table.name), "columns": columns})
+    columns = [c.model_copy(update={"references": without(c.references, prefix)}) if c.references else c
+               for c in table.columns]
+    return table.model_copy(update={"name": without(table.name, prefix), "columns": columns})

@@ -1,6 +1,7 @@
 """Where a warmed first answer's seconds go: V2 on the bundled database after ``warm()`` (what ``serve`` does at
 start-up), the first N questions of ``data/test.json``, each stage's seconds with the prompt tokens read anew and the
-tokens generated before it. The disk tier of the KV cache is off, as in ``benchmarks/bench_first_answer.py``. Not a test.
+tokens generated before it. The disk tier of the KV cache is off, as in ``benchmarks/bench_first_answer.py``. Not a
+test.
 
     TEXT2SQL_N_THREADS=1 python benchmarks/results/first-answer-stages-2026-12-05/stages.py [N]
 """
@@ -48,5 +49,5 @@ for test in json.loads(TEST.read_text(encoding="utf-8"))[:count]:
     with listen(on):
         answer = program.run(test["question"], db)
     on("end", {})
-    print(f"  total {last[0] - first[0]:.1f} s, {answer.metrics.lm_calls} calls, {last[2] - first[2]} tokens generated; "
-          f"steps: {' '.join(step.kind for step in answer.steps)}")
+    print(f"  total {last[0] - first[0]:.1f} s, {answer.metrics.lm_calls} calls, "
+          f"{last[2] - first[2]} tokens generated; steps: {' '.join(step.kind for step in answer.steps)}")
