@@ -279,11 +279,18 @@ def open_read_only(path: Path) -> closing[sqlite3.Connection]:
     return closing(sqlite3.connect(sqlite_uri(path, "ro"), uri=True))
 
 
-def merge(sources: dict[str, Path], target: Path) -> Merged:
+TABLE_ORDERS = ("name", "stored")
+
+
+def merge(sources: dict[str, Path], target: Path, table_order: str = "name") -> Merged:
     """Copy every table of ``sources`` (db_id -> SQLite file) into a new SQLite file ``target``, renamed
-    ``<db>__<table>``, tables created in the order of their merged names (case ignored), rows in rowid order.
-    Foreign keys are rewritten to the merged names; those that dangle are dropped and listed. Raises
-    ``ValueError`` when two merged names differ only in case."""
+    ``<db>__<table>``, rows in rowid order. Tables are created in the order of their merged names (case ignored)
+    with ``table_order="name"``, or database by database (by name), each in its own order, with ``"stored"``, so
+    that a database's tables are read back in the order it shows them alone. Foreign keys are rewritten to the
+    merged names; those that dangle are dropped and listed. Raises ``ValueError`` when two merged names differ
+    only in case."""
+    if table_order not in TABLE_ORDERS:
+        raise ValueError(f"table_order must be one of {TABLE_ORDERS}, got {table_order!r}")
     schemas: dict[str, list[TableInfo]] = {}
     for db_id, path in sources.items():
         with open_read_only(path) as conn:
@@ -291,10 +298,11 @@ def merge(sources: dict[str, Path], target: Path) -> Merged:
     names = {db_id: name_map(db_id, [t.name for t in tables]) for db_id, tables in schemas.items()}
     everything = [(merged, db_id, t) for db_id, tables in schemas.items() for t in tables
                   for merged in [names[db_id][t.name.lower()]]]
-    everything.sort(key=lambda item: (item[0].lower(), item[0]))
-    for before, after in zip(everything, everything[1:]):
+    by_name = sorted(everything, key=lambda item: (item[0].lower(), item[0]))
+    for before, after in zip(by_name, by_name[1:]):
         if before[0].lower() == after[0].lower():
             raise ValueError(f"merged table names {before[0]!r} and {after[0]!r} differ only in case")
+    everything = by_name if table_order == "name" else sorted(everything, key=lambda item: item[1].lower())
     columns = {merged: {c.name.lower() for c in t.columns} for merged, _, t in everything}
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
@@ -377,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions-per-db", type=int, help="at most this many questions of each (default: all)")
     parser.add_argument("--min-tables", type=int, default=300, help="add distractor databases until this many tables")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--table-order", choices=TABLE_ORDERS, default="name",
+                        help="create the tables in the order of their merged names, or database by database in "
+                             "each one's own order (default: name)")
     args = parser.parse_args(argv)
     spider, train, out = Path(args.spider), Path(args.train), Path(args.out)
 
@@ -403,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     sources |= {db: train / "database" / db / f"{db}.sqlite" for db in distractors}
 
     target = out / "database" / MERGED_DB_ID / f"{MERGED_DB_ID}.sqlite"
-    merged = merge(sources, target)
+    merged = merge(sources, target, args.table_order)
     print(f"merged {len(dev_dbs)} dev databases ({dev_tables} tables) and {len(distractors)} distractor databases: "
           f"{merged.tables} tables, {merged.rows} rows, {merged.foreign_keys} foreign keys kept, "
           f"{len(merged.dangling)} dangling ones dropped -> {target}")

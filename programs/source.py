@@ -104,9 +104,10 @@ class DataSource:
         """Every table, rendered in catalog order under the header: the same text for every question."""
         return self.with_header(self.catalog.render())
 
-    def with_header(self, schemas: str) -> str:
-        """Rendered schemas under a line naming the database and its SQL dialect."""
-        return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {self.db_id!r}\n\n{schemas}"
+    def with_header(self, schemas: str, name: str | None = None) -> str:
+        """Rendered schemas under a line naming the database (or ``name``, a namespace of it shown as a database of
+        its own) and its SQL dialect."""
+        return f"-- {DIALECT_NAMES.get(self.dialect, self.dialect)} database {name or self.db_id!r}\n\n{schemas}"
 
 
 _cache: dict[tuple[str, str | None, str | None], DataSource] = {}

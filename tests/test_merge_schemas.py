@@ -130,6 +130,18 @@ def _rows(conn: sqlite3.Connection, sql: str) -> QueryResult:
     return QueryResult(rows=conn.execute(sql).fetchall())
 
 
+@pytest.mark.parametrize(("order", "tables"), [
+    ("name", ["alpha__concert", "alpha__singer", "beta__my table", "beta__singer"]),
+    ("stored", ["alpha__singer", "alpha__concert", "beta__singer", "beta__my table"]),
+])
+def test_merge_creates_tables_in_the_order_asked(tmp_path: Path, order: str, tables: list[str]) -> None:
+    alpha, beta = sqlite_file(tmp_path / "alpha.sqlite", ALPHA), sqlite_file(tmp_path / "beta.sqlite", BETA)
+    target = tmp_path / "merged.sqlite"
+    merge_schemas.merge({"alpha": alpha, "beta": beta}, target, table_order=order)
+    with closing(sqlite3.connect(target)) as conn:
+        assert [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")] == tables
+
+
 def test_merge_two_databases(tmp_path: Path) -> None:
     alpha, beta = sqlite_file(tmp_path / "alpha.sqlite", ALPHA), sqlite_file(tmp_path / "beta.sqlite", BETA)
     target = tmp_path / "out" / "merged.sqlite"

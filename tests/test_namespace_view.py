@@ -101,6 +101,19 @@ def test_a_view_of_one_namespace_shows_its_tables_by_their_own_names(namespaced_
     assert not schema_view(source, QUESTION, retrieval_type="keyword", budget_tokens=10_000).renamed  # shown whole
 
 
+def test_a_namespace_shown_whole_reads_as_its_own_database_would(namespaced_db: Path, tmp_path: Path) -> None:
+    alone = sqlite_file(tmp_path / "shop.sqlite", """
+            CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT);
+            CREATE TABLE concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES singer(id), year INTEGER);
+            INSERT INTO singer VALUES (1, 'Ana', 'Portugal'), (2, 'Rui', 'Portugal');
+            INSERT INTO concert VALUES (1, 1, 2014), (2, 1, 2015);
+        """)
+    view = schema_view(open_source(namespaced_db, None), QUESTION, retrieval_type="keyword", top_k=3, budget_tokens=10)
+    assert view.namespace == "shop__"
+    assert view.text == schema_view(open_source(alone, None), QUESTION, budget_tokens=10_000).text
+    assert view.text.startswith("-- SQLite database 'shop'") and "music" not in view.text  # no other namespace named
+
+
 def test_a_program_drafts_on_the_bare_names_and_answers_with_the_stored_ones(namespaced_db: Path) -> None:
     lm = DummyLM([draft("SELECT name FROM singer WHERE country = 'Portugal'")] * 3)
     program = ReActAgent(namespaced_db, retrieval_type="keyword", top_k=2, schema_budget=10, lm=lm)

@@ -9,7 +9,7 @@ import pytest
 from tests.fakes import sqlite_file
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.retrieval.retriever import RetrievedTable
-from text2sql_dspy.programs.retrieval.schema_view import one_part, schema_view
+from text2sql_dspy.programs.retrieval.schema_view import one_part, schema_view, whole_part
 from text2sql_dspy.programs.source import open_source
 
 
@@ -54,6 +54,17 @@ def test_parts_group_the_tables_that_declared_keys_link_and_leave_out_those_none
 def test_one_part(hits: list[str], budget: int, rendered: set[str], named: list[str]) -> None:
     found = one_part(CATALOG, [RetrievedTable(h, 1.0 - i / 10) for i, h in enumerate(hits)], budget)
     assert found == (rendered, named)
+
+
+@pytest.mark.parametrize(("rendered", "whole"), [
+    ({"a_users", "a_orders", "a_items"}, True),  # one part, every table of it
+    ({"a_users", "a_orders"}, False),  # a_items left out
+    ({"a_users", "a_orders", "a_items", "c_log"}, True),  # a table no key links is in no part
+    ({"a_users", "a_orders", "a_items", "b_users"}, False),  # b_posts left out
+    ({"c_log"}, True),
+])
+def test_whole_part(rendered: set[str], whole: bool) -> None:
+    assert whole_part(CATALOG, rendered) is whole
 
 
 @pytest.fixture

@@ -11,9 +11,12 @@ schema sits right after the instructions. So:
   :meth:`~text2sql_dspy.programs.catalog.catalog.Catalog.parts`), only the top hit's part is rendered, whole
   where it fits ``PART_BUDGET`` tokens, with the tables no key links; the other parts' tables are named after it,
   without their columns (:func:`one_part`);
+* a view that holds every table of each part it touches shows none of them briefly (:func:`whole_part`), as the
+  part's own database would;
 * where every rendered table of such a view has one namespace prefix (``concert_singer__singer``,
-  ``concert_singer__concert``: :func:`~.query.rename.namespace`), they are shown by their own names, and
-  :attr:`SchemaView.renamed` maps those back to the stored ones, for the draft to be renamed before it is checked.
+  ``concert_singer__concert``: :func:`~.query.rename.namespace`), they are shown by their own names, under the
+  namespace's name as the database's, and no other namespace's table is named; :attr:`SchemaView.renamed` maps the
+  names shown back to the stored ones, for the draft to be renamed before it is checked.
 """
 
 from __future__ import annotations
@@ -21,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
-from text2sql_dspy.programs.query.rename import namespace, without
+from text2sql_dspy.programs.query.rename import NAMESPACE_SEPARATOR, namespace, without
 from text2sql_dspy.programs.retrieval.retriever import RetrievedTable, make_retriever
 from text2sql_dspy.programs.source import DataSource
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "PART_BUDGET", "SchemaView",
-           "estimated_tokens", "one_part", "schema_view", "without_prefix"]
+           "estimated_tokens", "one_part", "part_members", "schema_view", "whole_part", "without_prefix"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
@@ -76,11 +79,23 @@ def one_part(catalog: Catalog, hits: list[RetrievedTable], budget_tokens: int = 
     others = [h.name.lower() for h in hits if parts.get(h.name.lower(), top) != top]
     if top is None or not others:
         return names, []
-    members = [t for t in catalog.tables if parts.get(t.name.lower()) == top]
+    members = part_members(catalog, top)
     rendered = {h.name.lower() for h in hits if parts.get(h.name.lower(), top) == top}
-    if estimated_tokens("\n\n".join(t.render() for t in members)) <= budget_tokens:
-        rendered |= {t.name.lower() for t in members}
+    if estimated_tokens("\n\n".join(catalog.table(m).render() for m in members)) <= budget_tokens:
+        rendered |= members
     return rendered, others
+
+
+def part_members(catalog: Catalog, part: int) -> set[str]:
+    """The tables (lower-cased) of one part of the schema (:meth:`Catalog.parts`)."""
+    return {name for name, number in catalog.parts().items() if number == part}
+
+
+def whole_part(catalog: Catalog, rendered: set[str]) -> bool:
+    """Whether ``rendered`` (lower-cased names) holds every table of each part it touches, as the part's own
+    database would show them: then no table of it is shown briefly."""
+    parts = catalog.parts()
+    return all(part_members(catalog, number) <= rendered for number in {parts[n] for n in rendered if n in parts})
 
 
 def schema_view(
@@ -97,12 +112,14 @@ def schema_view(
     rendered, named = one_part(source.catalog, hits) if keep_to_one_part else ({h.name.lower() for h in hits}, [])
     ordered = [t for t in source.catalog.tables if t.name.lower() in rendered]
     prefix = namespace([t.name for t in ordered], source.catalog.table_names)
-    blocks = [without_prefix(t, prefix).render(brief=t.name.lower() in join_only) for t in ordered]
-    if named:
+    brief = set() if whole_part(source.catalog, rendered) else join_only
+    blocks = [without_prefix(t, prefix).render(brief=t.name.lower() in brief) for t in ordered]
+    if named and not prefix:  # a namespace is shown as a database of its own: another namespace is not in it
         shown = [t.name for t in source.catalog.tables if t.name.lower() in set(named)]
         blocks.append(f"-- Also in this database, not linked to the tables above by any key: {', '.join(shown)}")
     text = "\n\n".join(blocks) if blocks else "-- no matching tables"
-    return SchemaView([t.name for t in ordered], source.with_header(text), whole=False, namespace=prefix)
+    name = ordered[0].name[:len(prefix) - len(NAMESPACE_SEPARATOR)] if prefix else None
+    return SchemaView([t.name for t in ordered], source.with_header(text, name), whole=False, namespace=prefix)
 
 
 def without_prefix(table: Table, prefix: str) -> Table:
