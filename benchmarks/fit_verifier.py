@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from text2sql_dspy.programs.agents.candidates import SYMPTOMS
 from text2sql_dspy.programs.agents.verifier import (
     ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model, kind_of,
 )
@@ -68,6 +69,11 @@ def returns_nothing(reading: Reading) -> bool:
 def blocked(reading: Reading) -> bool:
     """Whether a finding says the reading cannot be right as it stands (:data:`~..findings.BLOCKING`)."""
     return not BLOCKING.isdisjoint(f.kind for f in reading.findings)
+
+
+def symptomatic(reading: Reading) -> bool:
+    """Whether a finding says the result cannot be what was asked (:data:`~..candidates.SYMPTOMS`)."""
+    return not SYMPTOMS.isdisjoint(f.kind for f in reading.findings)
 
 
 def lines(file: Path) -> list[str]:

@@ -7,8 +7,9 @@ each verifier after the first is also compared with the first one's replay.
         --data-root DIR [--data-root DIR ...] [--program v2] [--databases A,B]
 
 Per answer, as V2 chooses (``programs/agents/react.py``): the first draft alone where the verifier's early model is
-sure of it (at its ``early_sure``) and it is neither blocked nor empty; else the
-reading the full model prefers (no blocking finding first, then rows returned, then the probability). Where the
+sure of it (at its ``early_sure``) and it is neither blocked, empty nor showing a symptom; else the
+reading the full model prefers (no blocking finding first, then rows returned, then no symptom, then the
+probability). Where the
 run stopped at one draft and the replayed verifier would sample, the samples were never drawn: the answer is
 counted as unknown and kept as it was. Redrafts and loosened readings are kept only where the run recorded them.
 """
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import blocked, rechecked, returns_nothing  # noqa: E402
+from fit_verifier import blocked, rechecked, returns_nothing, symptomatic  # noqa: E402
 from rescore_verifier import answers_of, arguments, verifiers_of  # noqa: E402
 
 from text2sql_dspy.optimize.metrics import compare_execution  # noqa: E402
@@ -39,7 +40,7 @@ def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | N
         return record.get("sql") or ""
     greedy = next((s.get("sql") for s in record.get("steps") or [] if s.get("kind") == "draft"), "")
     first = next((r for r in readings if r.sql == greedy), None)
-    if first is not None and not returns_nothing(first) and not blocked(first):
+    if first is not None and not returns_nothing(first) and not blocked(first) and not symptomatic(first):
         p = verifier.probability(first, question, early=True, previous=previous)
         if p >= verifier.early_sure:
             return first.sql
@@ -47,9 +48,9 @@ def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | N
         return None  # the run stopped at its first draft; this verifier would have drawn more
     drafts = int(record.get("drafts") or 1)
 
-    def key(r: Reading) -> tuple[bool, bool, float]:
+    def key(r: Reading) -> tuple[bool, bool, bool, float]:
         p = verifier.probability(r, question, drafts=drafts, groups=len(readings), previous=previous)
-        return blocked(r), returns_nothing(r), -p
+        return blocked(r), returns_nothing(r), symptomatic(r), -p
 
     return min(readings, key=key).sql
 

@@ -167,6 +167,24 @@ def test_a_chosen_answer_that_returns_nothing_is_redrafted_however_sure(tiny_db:
     assert "EMPTY RESULT" in prompt_text(lm, 2)  # the redraft was told what the chosen query returned
 
 
+SHOWS_ORG_KEY = "SELECT organization_id FROM users WHERE email = 'ann@acme.test'"  # a number where a name is asked
+NAMES_ORG = ("SELECT T2.name FROM users AS T1 JOIN organizations AS T2 ON T1.organization_id = T2.id "
+             "WHERE T1.email = 'ann@acme.test'")
+
+
+@pytest.mark.parametrize(("question", "chosen", "redrafts"), [
+    ("Which organization is ann@acme.test in?", NAMES_ORG, 1),  # the key is a symptom: redrafted, and the clean one wins
+    ("What is the organization id of ann@acme.test?", SHOWS_ORG_KEY, 0),  # the id is asked: the key is the answer
+])
+def test_a_chosen_answer_that_shows_a_key_is_redrafted_however_sure(tiny_db: Path, tiny_schemas: Path, question: str,
+                                                                    chosen: str, redrafts: int) -> None:
+    lm = logprob_lm([scripted_draft(SHOWS_ORG_KEY, 0.95), scripted_draft(NAMES_ORG, 0.9)])
+    answer = program(tiny_db, tiny_schemas, lm, verifier(early=0.99, full=0.99)).run(question)
+    assert answer.sql == chosen and answer.metrics.redrafts == redrafts
+    if redrafts:
+        assert "shows the key users.organization_id" in prompt_text(lm, 1)  # the redraft is told why
+
+
 def test_a_reading_with_a_blocking_finding_never_beats_a_clean_one(tiny_db: Path, tiny_schemas: Path) -> None:
     lm = logprob_lm([scripted_draft(CROSSED, 0.6), scripted_draft(BLOCKED_USERS, 0.6), scripted_draft(CROSSED, 0.6)])
     found = verifier(early=0.5, full=0.5, rows=3.0, agreement=3.0)  # more rows and more votes: the cross join's

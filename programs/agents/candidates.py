@@ -78,10 +78,11 @@ def returns_nothing(facts: ExecutionFacts) -> bool:
     return not facts.ok or facts.empty or facts.all_null
 
 
-def preference(candidate: Candidate, facts: ExecutionFacts) -> tuple[bool, bool, float]:
+def preference(candidate: Candidate, facts: ExecutionFacts) -> tuple[bool, bool, bool, float]:
     """A sort key, least first: a reading with a blocking finding never beats one without, one that returns nothing
-    never beats one that returns rows, and between those the verifier's probability decides."""
-    return candidate.blocked, returns_nothing(facts), -(candidate.p or 0.0)
+    never beats one that returns rows, one showing a symptom (:data:`SYMPTOMS`) never beats one without, and between
+    those the verifier's probability decides."""
+    return candidate.blocked, returns_nothing(facts), bool(candidate.symptoms), -(candidate.p or 0.0)
 
 
 def majority_settled(run: Run, candidates: list[Candidate], remaining: int) -> bool:

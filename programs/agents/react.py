@@ -260,11 +260,11 @@ class ReActAgent(Text2SQLProgram):
 
     def _verified_choice(self, record: Record, view: SchemaView, groups: list[Candidate], drafts: int,
                          pool: dict[str, Candidate]) -> tuple[Candidate, list[str]]:
-        """The result group V2 prefers (:func:`~.candidates.preference`: no blocking finding, rows returned, then the
+        """The result group V2 prefers (:func:`~.candidates.preference`: no blocking finding, rows returned, no symptom, then the
         verifier's probability, the judge consulted where it adds to the verifier or is not the embedded model), both
         of two too close to call; the preferred query less a filter the question does not ask for, where that returns
-        rows; and one redraft from the facts where the result is empty, only NULLs or blocked (whatever its
-        probability), or doubtful and showing what is wrong."""
+        rows; and one redraft from the facts where the result is empty, only NULLs, blocked or showing a symptom
+        (:data:`~.candidates.SYMPTOMS`; whatever its probability), or doubtful and showing what is wrong."""
         sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.verifier.early_sure
         if not sure_alone:
             if record.judge is not None and self._judging():
@@ -277,14 +277,14 @@ class ReActAgent(Text2SQLProgram):
         best, alternatives = ranked[0], []
         record.votes.update({g.sql: g.votes for g in groups})
         if (len(ranked) >= 2 and best.p < self.verifier.sure and best.p - ranked[1].p < UNSURE_MARGIN
-                and key(best)[:2] == key(ranked[1])[:2]):
+                and key(best)[:-1] == key(ranked[1])[:-1]):
             alternatives = [best.sql, ranked[1].sql]
         if best.found(Kind.UNASKED_FILTER):
             loosened = self._loosened(record, best, drafts, len(groups))
             if loosened is not None and key(loosened) < key(best):
                 best, alternatives = loosened, []
         facts = record.facts(best.sql)
-        failing = returns_nothing(facts) or best.blocked  # redrafted whatever its probability
+        failing = returns_nothing(facts) or best.blocked or bool(best.symptoms)  # redrafted whatever its probability
         if failing or (best.p < self.verifier.doubtful and best.found(*REDRAFT_ON)):
             redraft = self._redraft(record, view, best, pool, facts=True)
             if redraft is not None:
@@ -298,7 +298,7 @@ class ReActAgent(Text2SQLProgram):
         return best, alternatives
 
     @staticmethod
-    def _preference(record: Record) -> Callable[[Candidate], tuple[bool, bool, float]]:
+    def _preference(record: Record) -> Callable[[Candidate], tuple[bool, bool, bool, float]]:
         """How V2 ranks verified readings (:func:`~.candidates.preference`), reading each one's result once."""
         return lambda candidate: preference(candidate, record.facts(candidate.sql))
 
