@@ -7,11 +7,11 @@ each verifier after the first is also compared with the first one's replay.
         --data-root DIR [--data-root DIR ...] [--program v2] [--databases A,B]
 
 Per answer, as V2 chooses (``programs/agents/react.py``): the first draft alone where the verifier's early model is
-sure of it (at its ``early_sure``) and it is neither blocked, empty nor showing a symptom; else the
-reading the full model prefers (no blocking finding first, then rows returned, then no symptom, then the
-probability). Where the
-run stopped at one draft and the replayed verifier would sample, the samples were never drawn: the answer is
-counted as unknown and kept as it was. Redrafts and loosened readings are kept only where the run recorded them.
+sure of it (at its ``early_sure``) and it is neither blocked, empty nor showing a symptom; else the reading the full
+model prefers (no blocking finding first, then rows returned, then no symptom, then the probability). Where the run
+stopped at one draft and the replayed verifier would sample (or, for a symptom, redraft), nothing more was drawn:
+the answer is counted as unknown and kept as it was. Redrafts and loosened readings are kept only where the run
+recorded them.
 """
 
 from __future__ import annotations

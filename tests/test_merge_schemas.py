@@ -139,7 +139,8 @@ def test_merge_creates_tables_in_the_order_asked(tmp_path: Path, order: str, tab
     target = tmp_path / "merged.sqlite"
     merge_schemas.merge({"alpha": alpha, "beta": beta}, target, table_order=order)
     with closing(sqlite3.connect(target)) as conn:
-        assert [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")] == tables
+        made = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")
+        assert [n for (n,) in made] == tables
 
 
 def test_merge_two_databases(tmp_path: Path) -> None:

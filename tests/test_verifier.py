@@ -173,7 +173,7 @@ NAMES_ORG = ("SELECT T2.name FROM users AS T1 JOIN organizations AS T2 ON T1.org
 
 
 @pytest.mark.parametrize(("question", "chosen", "redrafts"), [
-    ("Which organization is ann@acme.test in?", NAMES_ORG, 1),  # the key is a symptom: redrafted, and the clean one wins
+    ("Which organization is ann@acme.test in?", NAMES_ORG, 1),  # the key is a symptom: redrafted, the clean one wins
     ("What is the organization id of ann@acme.test?", SHOWS_ORG_KEY, 0),  # the id is asked: the key is the answer
 ])
 def test_a_chosen_answer_that_shows_a_key_is_redrafted_however_sure(tiny_db: Path, tiny_schemas: Path, question: str,

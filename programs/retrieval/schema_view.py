@@ -29,7 +29,7 @@ from text2sql_dspy.programs.retrieval.retriever import RetrievedTable, make_retr
 from text2sql_dspy.programs.source import DataSource
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "PART_BUDGET", "SchemaView",
-           "estimated_tokens", "one_part", "part_members", "schema_view", "whole_part", "without_prefix"]
+           "estimated_tokens", "one_part", "schema_view", "whole_part", "without_prefix"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
 # estimate errs on the safe side.
@@ -79,23 +79,19 @@ def one_part(catalog: Catalog, hits: list[RetrievedTable], budget_tokens: int = 
     others = [h.name.lower() for h in hits if parts.get(h.name.lower(), top) != top]
     if top is None or not others:
         return names, []
-    members = part_members(catalog, top)
+    members = [t for t in catalog.tables if parts.get(t.name.lower()) == top]
     rendered = {h.name.lower() for h in hits if parts.get(h.name.lower(), top) == top}
-    if estimated_tokens("\n\n".join(catalog.table(m).render() for m in members)) <= budget_tokens:
-        rendered |= members
+    if estimated_tokens("\n\n".join(t.render() for t in members)) <= budget_tokens:
+        rendered |= {t.name.lower() for t in members}
     return rendered, others
-
-
-def part_members(catalog: Catalog, part: int) -> set[str]:
-    """The tables (lower-cased) of one part of the schema (:meth:`Catalog.parts`)."""
-    return {name for name, number in catalog.parts().items() if number == part}
 
 
 def whole_part(catalog: Catalog, rendered: set[str]) -> bool:
     """Whether ``rendered`` (lower-cased names) holds every table of each part it touches, as the part's own
     database would show them: then no table of it is shown briefly."""
     parts = catalog.parts()
-    return all(part_members(catalog, number) <= rendered for number in {parts[n] for n in rendered if n in parts})
+    touched = {parts[name] for name in rendered if name in parts}
+    return all(name in rendered for name, number in parts.items() if number in touched)
 
 
 def schema_view(
