@@ -30,6 +30,7 @@ def run(sql: str) -> QueryResult:
         ([candidate("a", Kind.FAN_OUT), candidate("b"), candidate("c")], ["b", "c"]),  # the clean one
         ([candidate("a", Kind.FAN_OUT, Kind.UNUSED_JOIN), candidate("b", Kind.FAN_OUT), candidate("d")], ["d"]),
         ([candidate("a", Kind.OFF_KEY_JOIN), candidate("b", Kind.FAN_OUT, Kind.UNUSED_JOIN)], ["b"]),  # blocking first
+        ([candidate("a", Kind.OUTER_COLUMN), candidate("b", Kind.FAN_OUT)], ["b"]),  # the outer row's column blocks
         ([candidate("a", Kind.EMPTY_RESULT), candidate("b", Kind.EMPTY_RESULT)], ["a"]),  # not a lint: equals
     ],
 )

@@ -19,7 +19,7 @@ from text2sql_dspy.programs.query.findings import Kind
 from text2sql_dspy.programs.query.join_lints import (
     always_true_join, counted_join_key, fan_out, negation_over_join, off_key_join, unlinked_join, unused_join,
 )
-from text2sql_dspy.programs.query.lints import Query, cartesian_join
+from text2sql_dspy.programs.query.lints import Query, cartesian_join, outer_column
 from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.query.question_lints import (
     both_values, dropped_filter, opaque_id, sum_for_count, sum_of_key, unasked_limit, value_not_row,
@@ -81,6 +81,23 @@ CASES = [
     (always_true_join, "", f"SELECT u.email {JOINED}", []),
     (always_true_join, "", "SELECT u.email FROM users u JOIN blocks b USING (id)", []),
     (cartesian_join, "", "SELECT u.email FROM users u JOIN blocks b", [Kind.CARTESIAN_JOIN]),
+    # a subquery that selects the enclosing query's column: true of every row
+    (outer_column, "", "SELECT email FROM users WHERE organization_id IN (SELECT organization_id FROM blocks)",
+     [Kind.OUTER_COLUMN]),
+    (outer_column, "", "SELECT u.email FROM users u WHERE u.id = (SELECT u.id FROM blocks WHERE reason = 'spam')",
+     [Kind.OUTER_COLUMN]),
+    (outer_column, "", "SELECT name FROM organizations WHERE id IN (SELECT organization_id FROM users "
+     "WHERE id IN (SELECT organization_id FROM blocks))", [Kind.OUTER_COLUMN]),
+    (outer_column, "", "SELECT (SELECT u.email FROM blocks LIMIT 1) FROM users u", [Kind.OUTER_COLUMN]),
+    (outer_column, "", "SELECT email FROM users WHERE id IN (SELECT user_id FROM blocks)", []),
+    (outer_column, "", "SELECT email FROM users u WHERE id IN (SELECT b.user_id FROM blocks b WHERE b.user_id = u.id)",
+     []),
+    (outer_column, "", "SELECT email FROM users u WHERE EXISTS (SELECT u.id FROM blocks b WHERE b.user_id = u.id)", []),
+    (outer_column, "", "SELECT d.n FROM (SELECT organization_id AS n FROM users) AS d", []),
+    (outer_column, "", "WITH o AS (SELECT id FROM organizations) SELECT email FROM users "
+     "WHERE organization_id IN (SELECT id FROM o)", []),
+    (outer_column, "", "SELECT email FROM users WHERE organization_id IN (SELECT nothing FROM blocks)", []),
+    (outer_column, "", "SELECT email FROM users UNION SELECT reason FROM blocks", []),
     # COUNT/SUM of the one side over a one-to-many join
     ("fan", "How many users were blocked?", f"SELECT count(u.id) {JOINED}", [Kind.FAN_OUT]),
     ("fan", "How many users were blocked?", f"SELECT count(DISTINCT u.id) {JOINED}", []),
@@ -246,7 +263,8 @@ def test_lints(catalog: Catalog, club: tuple[Catalog, ValueIndex], lint: object,
 def test_every_lint_kind_has_a_case() -> None:
     lint_kinds = {Kind.ALWAYS_TRUE_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES,
                   Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER,
-                  Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE}
+                  Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE,
+                  Kind.OUTER_COLUMN}
     assert lint_kinds <= {k for *_, kinds in CASES for k in kinds}
     assert {Kind.UNLINKED_JOIN} <= {k for *_, kinds in UNLINKED for k in kinds}
 

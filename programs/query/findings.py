@@ -58,6 +58,7 @@ class Kind(StrEnum):
     NAME_AS_KEY = "name as key"  # a name compared with a key column, where the table it references holds the name
     MONTH_NAME_DATE = "month name date"  # a date column matched with a month name, where it stores ISO dates
     UNLINKED_JOIN = "unlinked join"  # two tables joined that no chain of declared foreign keys links
+    OUTER_COLUMN = "outer column"  # a subquery selects a column only an enclosing query's tables have
     REGROUPED = "regrouped"  # a reading the program grouped, from a draft with no group to count: not drafted
 
     @property
@@ -73,7 +74,7 @@ _WARNINGS = frozenset(
         Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY,
         Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN,
         Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE, Kind.UNLINKED_JOIN,
-        Kind.REGROUPED,
+        Kind.OUTER_COLUMN, Kind.REGROUPED,
     }
 )  # fmt: skip
 
@@ -83,11 +84,11 @@ LINTS = (  # the kinds the lints give: a defect that needs no model to see (lint
     Kind.ALWAYS_TRUE_JOIN, Kind.CARTESIAN_JOIN, Kind.FAN_OUT, Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN,
     Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY, Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER,
     Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN, Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY,
-    Kind.MONTH_NAME_DATE, Kind.UNLINKED_JOIN,
+    Kind.MONTH_NAME_DATE, Kind.UNLINKED_JOIN, Kind.OUTER_COLUMN,
 )
 # Findings that the result cannot be right as it stands: a reading with one never beats a reading without.
 BLOCKING = frozenset({Kind.CARTESIAN_JOIN, Kind.ALWAYS_TRUE_JOIN, Kind.OFF_KEY_JOIN, Kind.NAME_AS_KEY,
-                      Kind.MONTH_NAME_DATE})
+                      Kind.MONTH_NAME_DATE, Kind.OUTER_COLUMN})
 
 
 class Finding(BaseModel, frozen=True):

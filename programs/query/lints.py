@@ -1,5 +1,6 @@
 """Advice on a query that is valid but probably not what was meant, one rule each (:mod:`~.rules`): ``SELECT *``,
-``LIMIT`` without ``ORDER BY``, and joins that pair every row with every row. Warnings never invalidate a query."""
+``LIMIT`` without ``ORDER BY``, joins that pair every row with every row, and a subquery that selects the enclosing
+query's column. Warnings never invalidate a query."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from text2sql_dspy.programs.query.findings import Finding, Kind, distinct
 from text2sql_dspy.programs.query.names import written
 
 __all__ = ["Query", "SHOWS_KEY", "Source", "asks_for_keys", "cartesian_join", "conjuncts", "is_key", "key_findings",
-           "keys_shown", "limit_without_order", "resolve", "select_star", "sources"]
+           "keys_shown", "limit_without_order", "outer_column", "resolve", "select_star", "sources"]
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,52 @@ def _cartesian(select: exp.Select, sql: str) -> Finding | None:
         f"{'it' if len(unlinked) == 1 else 'them'} (every row pairs with every row): add a join condition"
     )
     return Finding(kind=Kind.CARTESIAN_JOIN, message=message, where=", ".join(unlinked))
+
+
+def outer_column(query: Query) -> list[Finding]:
+    """A subquery that selects a column none of its own tables has, where a table of an enclosing query has it:
+    the column reads the enclosing row, so ``shop_id IN (SELECT shop_id FROM member)`` holds for every shop that
+    member has rows for. Subqueries of ``EXISTS``, and those reading a derived table or an unknown one, are skipped."""
+    found = []
+    for select in query.tree.find_all(exp.Select):
+        enclosing = _enclosing(select)
+        own = sources(select, query.catalog)
+        if not enclosing or isinstance(select.parent, exp.Exists) or len(own) != len(_read(select)):
+            continue
+        outer: dict[str, Source] = {}
+        for parent in enclosing:
+            outer = sources(parent, query.catalog) | outer  # the nearest query's alias wins
+        for projected in select.expressions:
+            column = projected.unalias()
+            if not isinstance(column, exp.Column) or isinstance(column.this, exp.Star):
+                continue
+            if column.table:
+                reads_outer = column.table.lower() not in own and column.table.lower() in outer
+            else:
+                reads_outer = (not any(s.table.column(column.name) for s in own.values())
+                               and any(s.table.column(column.name) for s in outer.values()))
+            if reads_outer:
+                tables = ", ".join(dict.fromkeys(s.table.name for s in own.values()))
+                shown = written(column.this, query.sql)
+                message = (f"the subquery selects {shown}, which {tables} does not have: it reads the enclosing "
+                           "query's row, so comparing with it holds for every row; select the subquery's own column")
+                found.append(Finding(kind=Kind.OUTER_COLUMN, message=message, where=column.sql()))
+    return distinct(found)
+
+
+def _enclosing(select: exp.Select) -> list[exp.Select]:
+    """The SELECTs whose row ``select`` can read, nearest first: none past a derived table or a CTE."""
+    found, node = [], select
+    while (parent := node.parent) is not None and not isinstance(parent, exp.From | exp.Join | exp.CTE | exp.With):
+        if isinstance(parent, exp.Select):
+            found.append(parent)
+        node = parent
+    return found
+
+
+def _read(select: exp.Select) -> list[exp.Expr]:
+    """What ``select`` reads in FROM and its JOINs."""
+    return [node.this for node in [select.args.get("from_"), *(select.args.get("joins") or [])] if node is not None]
 
 
 def _outermost(select: exp.Select, outer: exp.Expr) -> bool:

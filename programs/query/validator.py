@@ -66,6 +66,7 @@ from text2sql_dspy.programs.query.lints import (
     cartesian_join,
     key_findings,
     limit_without_order,
+    outer_column,
     select_star,
 )
 from text2sql_dspy.programs.query.names import normalize_names
@@ -150,7 +151,7 @@ LINTS: tuple[Rule, ...] = (  # advice: a defect that needs no model to see (lint
     # filter_lints)
     select_star, limit_without_order, cartesian_join, always_true_join, fan_out, unused_join, negation_over_join,
     off_key_join, counted_join_key, both_values, unasked_limit, sum_of_key, sum_for_count, value_not_row, opaque_id,
-    dropped_filter, unasked_filter, name_as_key, month_name_date, unlinked_join,
+    dropped_filter, unasked_filter, name_as_key, month_name_date, unlinked_join, outer_column,
 )
 RULES: tuple[Rule, ...] = (
     names,
