@@ -200,9 +200,21 @@ def outer_column(query: Query) -> list[Finding]:
                 tables = ", ".join(dict.fromkeys(s.table.name for s in own.values()))
                 shown = written(column.this, query.sql)
                 message = (f"the subquery selects {shown}, which {tables} does not have: it reads the enclosing "
-                           "query's row, so comparing with it holds for every row; select the subquery's own column")
+                           "query's row, so comparing with it holds for every row; select the subquery's own column"
+                           + _referenced_in(resolve(column, outer), own))
                 found.append(Finding(kind=Kind.OUTER_COLUMN, message=message, where=column.sql()))
     return distinct(found)
+
+
+def _referenced_in(outer: tuple[Source, Column] | None, own: dict[str, Source]) -> str:
+    """" (t.id, which u.t_id references)" where the enclosing query's column is a foreign key to a table of ``own``."""
+    if outer is None or not outer[1].references:
+        return ""
+    table, key = outer[1].references.rsplit(".", 1)
+    target = next((s for s in own.values() if s.table.name.lower() == table.lower()), None)
+    if target is None:
+        return ""
+    return f" ({target.alias or target.table.name}.{key}, which {outer[0].table.name}.{outer[1].name} references)"
 
 
 def _enclosing(select: exp.Select) -> list[exp.Select]:
