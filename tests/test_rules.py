@@ -76,7 +76,7 @@ def test_rules_run_in_todays_order() -> None:
         "names", "ungrouped_aggregate", "select_star", "limit_without_order", "cartesian_join", "always_true_join", "fan_out", "unused_join",
         "negation_over_join", "off_key_join", "counted_join_key", "both_values", "unasked_limit", "sum_of_key",
         "sum_for_count", "value_not_row", "opaque_id", "dropped_filter", "unasked_filter", "name_as_key",
-        "month_name_date", "unlinked_join", "missing_values", "shows_key",
+        "month_name_date", "unlinked_join", "outer_column", "missing_values", "shows_key",
     ]  # fmt: skip
     assert rules.WHILE_VALID == {missing_values, shows_key} and rules.AFTER_DRY_RUN == {shows_key}
 
