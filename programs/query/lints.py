@@ -197,9 +197,10 @@ def outer_column(query: Query) -> list[Finding]:
                 reads_outer = (not any(s.table.column(column.name) for s in own.values())
                                and any(s.table.column(column.name) for s in outer.values()))
             if reads_outer:
-                tables = ", ".join(dict.fromkeys(s.table.name for s in own.values()))
+                tables = list(dict.fromkeys(s.table.name for s in own.values()))
                 shown = written(column.this, query.sql)
-                message = (f"the subquery selects {shown}, which {tables} does not have: it reads the enclosing "
+                have = "does not have" if len(tables) == 1 else "do not have"
+                message = (f"the subquery selects {shown}, which {', '.join(tables)} {have}: it reads the enclosing "
                            "query's row, so comparing with it holds for every row; select the subquery's own column"
                            + _referenced_in(resolve(column, outer), own))
                 found.append(Finding(kind=Kind.OUTER_COLUMN, message=message, where=column.sql()))
@@ -207,7 +208,8 @@ def outer_column(query: Query) -> list[Finding]:
 
 
 def _referenced_in(outer: tuple[Source, Column] | None, own: dict[str, Source]) -> str:
-    """" (t.id, which u.t_id references)" where the enclosing query's column is a foreign key to a table of ``own``."""
+    """The fix to name, ``" (t.id, which u.t_id references)"``, where the enclosing query's column is a foreign key to a
+    table of ``own``; "" otherwise."""
     if outer is None or not outer[1].references:
         return ""
     table, key = outer[1].references.rsplit(".", 1)
