@@ -339,8 +339,9 @@ def test_opaque_ids_show_their_shape_not_their_values() -> None:
      "(or event_date LIKE '____-10-%')"),
     (month_name_date, "SELECT event_name FROM event WHERE event_date LIKE '%Oct%'", "postgres",
      "event_date holds ISO dates ('2019-10-08'): match the month with event_date LIKE '____-10-%'"),
-    (outer_column, "SELECT cost FROM expense WHERE budget_ref IN (SELECT budget_ref FROM budget WHERE category = 'Food')",
-     "sqlite", "the subquery selects budget_ref, which budget does not have: it reads the enclosing query's row, so "
+    (outer_column,
+     "SELECT cost FROM expense WHERE budget_ref IN (SELECT budget_ref FROM budget WHERE category = 'Food')", "sqlite",
+     "the subquery selects budget_ref, which budget does not have: it reads the enclosing query's row, so "
      "comparing with it holds for every row; select the subquery's own column (budget.id, which expense.budget_ref "
      "references)"),
     (outer_column, "SELECT cost FROM expense WHERE member_ref IN (SELECT member_ref FROM budget)", "sqlite",

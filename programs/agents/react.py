@@ -263,8 +263,9 @@ class ReActAgent(Text2SQLProgram):
         """The result group V2 prefers (:func:`~.candidates.preference`: no blocking finding, rows returned, no
         symptom, then the verifier's probability, the judge consulted where it adds to the verifier or is not the
         embedded model), both of two too close to call; the preferred query less a filter the question does not ask
-        for, where that returns rows; and one redraft from the facts where the result is empty, only NULLs, blocked or showing a symptom
-        (:data:`~.candidates.SYMPTOMS`; whatever its probability), or doubtful and showing what is wrong."""
+        for, where that returns rows; and one redraft from the facts where the result is empty, only NULLs, blocked
+        or showing a symptom (:data:`~.candidates.SYMPTOMS`; whatever its probability), or doubtful and showing what
+        is wrong."""
         sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.verifier.early_sure
         if not sure_alone:
             if record.judge is not None and self._judging():

@@ -56,14 +56,18 @@ class Source:
 def sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
     """The stored tables ``select`` reads directly (FROM and JOINs), by lower-cased alias."""
     found = {}
-    for node in [select.args.get("from_"), *(select.args.get("joins") or [])]:
-        target = node.this if node is not None else None
+    for target in _read(select):
         if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier):
             table = catalog.table(target.name)
             if table is not None:
                 found[(target.alias_or_name or target.name).lower()] = Source((target.alias_or_name or "").lower(),
                                                                              table, target)
     return found
+
+
+def _read(select: exp.Select) -> list[exp.Expr]:
+    """What ``select`` reads in FROM and its JOINs."""
+    return [node.this for node in [select.args.get("from_"), *(select.args.get("joins") or [])] if node is not None]
 
 
 def resolve(column: exp.Column, found: dict[str, Source]) -> tuple[Source, Column] | None:
@@ -227,11 +231,6 @@ def _enclosing(select: exp.Select) -> list[exp.Select]:
             found.append(parent)
         node = parent
     return found
-
-
-def _read(select: exp.Select) -> list[exp.Expr]:
-    """What ``select`` reads in FROM and its JOINs."""
-    return [node.this for node in [select.args.get("from_"), *(select.args.get("joins") or [])] if node is not None]
 
 
 def _outermost(select: exp.Select, outer: exp.Expr) -> bool:
