@@ -40,7 +40,7 @@ from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.drafting import draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
-from text2sql_dspy.programs.agents.react import SAMPLE_TEMPERATURE
+from text2sql_dspy.programs.agents.generators import SAMPLE_TEMPERATURE
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA

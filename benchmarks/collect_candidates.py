@@ -43,6 +43,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from text2sql_dspy.optimize.metrics import compare_execution
+from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS, Ensemble
 from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.command import EXIT_MODEL_SERVICE_ERROR, positive_int
@@ -50,19 +51,27 @@ from text2sql_dspy.programs.conversation import Turn
 from text2sql_dspy.programs.dataset import is_turn, load_split, scoring_of
 from text2sql_dspy.programs.dataset import per_database as first_per_database  # `per_database` names the option here
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.query.results import Scoring
+from text2sql_dspy.programs.query.results import Scoring, same_result
 
 SAMPLE_ALWAYS = 1.01  # above any draft's confidence: the first draft is never sure enough alone
+NEVER_SETTLED = 1.01  # above any probability: no answer stops the generators early
 JUDGE_CALLS = 4  # one verdict for each result group of V2's three drafts, and one for a redraft
 STOP_AFTER_SERVICE_FAILURES = 3  # in a row: the model service is down, and every further question would fail
 
 
-def build_program(lm: Any = None, **options: Any) -> ReActAgentV2:
+def build_program(lm: Any = None, generators: tuple[str, ...] | None = None, **options: Any) -> ReActAgentV2:
     """V2 as ``text2sql evaluate --program v2`` builds it, less the verifier, sampling always and judging every
     result group: its answers' readings are every one V2 could weigh, each group's with its verdict. ``lm``: the
-    agent's and the judge's LM (default: the environment's, as for any program)."""
+    agent's and the judge's LM (default: the environment's, as for any program). ``generators``: each of these
+    generators once, in this order (a name twice: twice), whatever the first draft's results, and no judge (it
+    weighs nothing in a verifier for the embedded model); ``carried`` and ``carried_turns`` give the ``pairs``
+    generator its pools."""
     from text2sql_dspy.programs.agents.registry import make_program
 
+    if generators:
+        ensemble = Ensemble(order=generators, budget=len(generators), stop=NEVER_SETTLED)
+        return make_program("v2", lm=lm, judge_lm=lm, verifier=False, sample_below=SAMPLE_ALWAYS, max_judge_calls=0,
+                            ensemble=ensemble, **options)
     return make_program("v2", lm=lm, judge_lm=lm, verifier=False, sample_below=SAMPLE_ALWAYS,
                         max_judge_calls=JUDGE_CALLS, **options)
 
@@ -160,6 +169,28 @@ def is_right(sql: str, example: Any, scoring: Scoring) -> bool:
     return bool(sql) and compare_execution(sql, example.gold_sql, example.db_path, scoring).match
 
 
+def result_groups(queries: list[str], db_path: Any) -> list[int | None]:
+    """For each of ``queries``, the number of its result group (queries whose results are the same, by the one notion
+    of it: :func:`~text2sql_dspy.programs.query.results.same_result`), numbered by first appearance; None for one that
+    did not run."""
+    from text2sql_dspy.programs.source import open_source
+
+    database = open_source(db_path).database
+    results = [database.execute(sql) for sql in queries]
+    groups: list[int | None] = []
+    firsts: list[int] = []
+    for i, result in enumerate(results):
+        if not result.ok:
+            groups.append(None)
+            continue
+        group = next((n for n, j in enumerate(firsts) if same_result(results[j], result)), None)
+        if group is None:
+            firsts.append(i)
+            group = len(firsts) - 1
+        groups.append(group)
+    return groups
+
+
 def collected(program: Any, index: int, example: Any, history: list[Turn], scoring: Scoring) -> dict[str, Any]:
     """One question's line: the program's answer (with ``history``, the turns before it) and which of its readings
     are right. A question whose run raises gives a line with the error and a failed answer, never an exception."""
@@ -172,7 +203,8 @@ def collected(program: Any, index: int, example: Any, history: list[Turn], scori
                              history=history or None)
         record.update(answer=answer.model_dump(mode="json"),
                       readings_correct=[is_right(r.sql, example, scoring) for r in answer.readings],
-                      correct=is_right(answer.sql, example, scoring))
+                      correct=is_right(answer.sql, example, scoring),
+                      result_groups=result_groups([r.sql for r in answer.readings], example.db_path))
     except Exception as exc:  # one failing question must not end the run
         from text2sql_dspy.programs.llm.service_errors import describe_lm_failure
 
@@ -237,6 +269,14 @@ def main(argv: list[str] | None = None, *, program: Any = None) -> int:
     parser.add_argument("--shuffled", action="store_true",
                         help="with --per-database: each database's first N in a fixed shuffled order, not the split's")
     parser.add_argument("--out", type=Path, required=True, help="JSONL to write or resume; gzip where it ends .gz")
+    parser.add_argument("--generators", type=generator_names,
+                        help="every one of these generators, in this order, for every question, and no judge "
+                             f"(comma-separated, of {', '.join(MODEL_GENERATORS)}; a name twice: twice)")
+    parser.add_argument("--carried", metavar="FOLDER", help="the pairs generator's pool for first questions: a "
+                        "Spider-format folder of other databases (spider-train)")
+    parser.add_argument("--carried-turns", metavar="FOLDER", help="its pool for follow-ups: a CoSQL- or "
+                        "SParC-format folder of other databases' conversations (cosql-train)")
+    parser.add_argument("--tables", help="the tables file for --carried-turns, where its folder has none")
     args = parser.parse_args(argv)
     examples = load_split(args.data, args.split, limit=args.limit, databases=args.databases)
     chosen = selected(examples, args.per_database, shuffled=args.shuffled)
@@ -246,7 +286,21 @@ def main(argv: list[str] | None = None, *, program: Any = None) -> int:
     if not whole:
         write_records(args.out, done)
     print(plan(chosen, done))
-    return collect(program or build_program(), chosen, args.out, scoring_of(args.data, args.split), done)
+    if program is None:
+        from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
+
+        turns = CarriedPairs.from_split(args.carried_turns, tables=args.tables) if args.carried_turns else None
+        program = build_program(generators=args.generators, carried=args.carried, carried_turns=turns)
+    return collect(program, chosen, args.out, scoring_of(args.data, args.split), done)
+
+
+def generator_names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in MODEL_GENERATORS]
+    if unknown or not names or names[0] != "draft":
+        raise argparse.ArgumentTypeError(f"give generators of {', '.join(MODEL_GENERATORS)}, draft first "
+                                         f"(unknown: {', '.join(unknown) or 'none'})")
+    return names
 
 
 if __name__ == "__main__":

@@ -89,6 +89,8 @@ class Reading(BaseModel):
     doubts: int = 0  # ... and how many of them it wrote with a probability under 0.5
     margin: float | None = None  # ... and its narrowest lead of a written token over the likeliest other
     judge_score: float | None = None
+    generator: str = ""  # what wrote it first: a generator's name (draft, sample, pairs, plan...) or a program step
+    generators: list[str] = Field(default_factory=list)  # every generator whose draft gave the same result, in order
     preview: Preview | None = None  # None: not run
     difference: list[str] = Field(default_factory=list)  # when unsure: what this reading does that the other does not
 
@@ -102,6 +104,7 @@ class Step(BaseModel):
     """One step of the trace, as the program took it: what it did (``kind``), to which query, and what it found."""
 
     kind: str  # draft, sample, redraft, check, run, judge, choose; a repair step: its tool's name
+    generator: str = ""  # a drafting step's generator
     sql: str = ""
     note: str = ""  # the outcome in a line: a draft's confidence, the checks' verdict, the rows, the judge's score
     thought: str = ""  # a repair step's reasoning
@@ -123,6 +126,7 @@ class Metrics(BaseModel):
     retrievals: int = 1  # table searches, the prompt's own included
     judge_errors: list[str] = Field(default_factory=list)  # the judge's LM failed: the answer was reached without it
     cut_replies: int = 0  # LM replies cut before they ended: at their token cap, or in a repetition loop
+    by_generator: dict[str, dict[str, float]] = Field(default_factory=dict)  # generator -> drafts and their seconds
 
 
 class Answer(BaseModel):

@@ -44,3 +44,21 @@ class EditSQL(dspy.Signature):
     question: str = dspy.InputField(desc="the follow-up question")
     hints: str = dspy.InputField(desc="feedback on an earlier attempt, or empty", default="")
     sql: str = dspy.OutputField(desc="the changed query: a single SELECT statement, without markdown")
+
+
+class ColumnsFirstSQL(dspy.Signature):
+    """Name the tables and columns the answer needs, then write one read-only SQL query that answers the question
+    over the given tables.
+
+    Use only tables and columns that appear in the schemas, and the dialect named there.
+    Match filter values to the stored values shown in the facts and schema comments (case and spelling);
+    follow the user's hint where one is given.
+    Return exactly the columns the question asks for. Never modify data.
+    """
+
+    table_schemas: str = dspy.InputField(desc="CREATE TABLE statements; comments give descriptions and stored values")
+    facts: str = dspy.InputField(
+        desc="the user's hint on the question's terms, and stored values like its words; may be empty", default="")
+    question: str = dspy.InputField(desc="the user's question, in natural language")
+    columns: str = dspy.OutputField(desc="table.column for each column the query reads, comma-separated; no SQL")
+    sql: str = dspy.OutputField(desc="a single SELECT statement, without markdown")

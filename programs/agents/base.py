@@ -41,6 +41,7 @@ from text2sql_dspy.programs.query.rename import without
 from text2sql_dspy.programs.retrieval.schema_view import (
     DEFAULT_FACTS_BUDGET,
     DEFAULT_SCHEMA_BUDGET,
+    LINKED_TOP_K,
     SchemaView,
     estimated_tokens,
     schema_view,
@@ -49,7 +50,7 @@ from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
 from text2sql_dspy.programs.verdict import verdict_of
 
-SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "verifier"})  # copies of a program share these
+SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "carried_turns", "verifier"})  # copies of a program share these
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
 logger = logging.getLogger(__name__)
 WARM_QUESTION = "How many rows are there?"  # what warm() drafts for: any question shares the prefix before it
@@ -85,6 +86,7 @@ class Text2SQLProgram(dspy.Module):
         verifier: Verifier | bool = True,
         cold_budget: int | None = None,
         carried: CarriedPairs | Path | str | None = None,
+        carried_turns: CarriedPairs | Path | str | None = None,
     ):
         """``cold_budget``: on the embedded model, a schema over this many tokens whose prompt prefix no cache holds
         yet (a database no process has read) shows the linked tables of each question, as a schema over
@@ -96,13 +98,17 @@ class Text2SQLProgram(dspy.Module):
         descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`).
         ``verifier``: what estimates the probability that an answer is right (:mod:`.verifier`): True for the one
         shipped in the package, False for none (the program's own scores decide). ``carried``: solved pairs over
-        other databases, the nearest shown to each question (:mod:`~..examples.carried_pairs`; a pool, or a folder in
-        Spider's layout); None shows none."""
+        other databases, the nearest shown to a question (:mod:`~..examples.carried_pairs`; a pool, or a folder in
+        Spider's layout); None shows none. ``carried_turns``: the same for follow-ups, follow-ups of other
+        conversations (a pool, or a folder in SParC's or CoSQL's layout). V2's ``pairs`` generator reads them
+        (:mod:`.generators`)."""
         super().__init__()
         self.verifier = load_verifier() if verifier is True else (verifier or None)
         self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
         self.carried = CarriedPairs.from_split(carried) if isinstance(carried, (str, Path)) else carried
+        self.carried_turns = (CarriedPairs.from_split(carried_turns) if isinstance(carried_turns, (str, Path))
+                              else carried_turns)
         self.schema_budget = schema_budget
         self.cold_budget = cold_budget
         self.facts_budget = facts_budget
@@ -140,23 +146,29 @@ class Text2SQLProgram(dspy.Module):
         return open_source(path, self.schema_path, self.docs_path)
 
     def schema(self, source: DataSource, question: str, hint: str = "", history: str = "", *,
-               cold: bool = True) -> SchemaView:
+               cold: bool = True, carried: CarriedPairs | None = None, linked: bool = False) -> SchemaView:
         """What the prompt shows: the whole database within ``schema_budget`` tokens (with ``cold``: within
-        ``cold_budget`` while no cache holds it, :meth:`is_cold`), else the top-k tables, and with an example store
-        the database's notes after them; with the question, the conversation's earlier turns, the user's ``hint``,
-        the nearest verified pairs and the stored values like its words (:func:`question_facts`)."""
-        view = schema_view(
-            source, question, retrieval_type=self.retrieval_type, top_k=self.top_k, budget_tokens=self.schema_budget
-        )
+        ``cold_budget`` while no cache holds it, :meth:`is_cold`; with ``linked``: never, :data:`LINKED_TOP_K`
+        tables), else the top-k tables, and with an example store the database's notes after them; with the
+        question, the conversation's earlier turns, the user's ``hint``, the nearest solved pairs of other
+        databases from ``carried``, the nearest verified pairs and the stored values like its words
+        (:func:`question_facts`)."""
+        view = schema_view(source, question, retrieval_type=self.retrieval_type,
+                           top_k=LINKED_TOP_K if linked else self.top_k, budget_tokens=0 if linked else self.schema_budget)
         if cold and view.whole and self.is_cold(source):
             view = schema_view(source, question, retrieval_type=COLD_RETRIEVAL, top_k=self.top_k,
                                budget_tokens=self.cold_budget)
         notes, pairs = self.selector.shown(source, question) if self.selector is not None else ([], [])
-        carried = self.carried.pairs(source, question) if self.carried is not None else []
+        carried = carried.pairs(source, question) if carried is not None else []
         facts = question_facts(source, question, hint, values=self.lookup_values, tables=view.tables, history=history,
                                pairs=pairs, carried=carried, budget_tokens=self.facts_budget, namespace=view.namespace)
         text = with_notes(view.text, notes, pairs=bool(pairs)) if notes or pairs else view.text
         return replace(view, text=text, facts=facts)
+
+    def carried_for(self, *, follow_up: bool) -> CarriedPairs | None:
+        """The pool of solved pairs over other databases for a question of this kind: ``carried_turns`` for a
+        follow-up, else ``carried``; None for none."""
+        return self.carried_turns if follow_up else self.carried
 
     def forward(self, question: str, db_path: str | None = None, hint: str = "", history: Any = None) -> dspy.Prediction:
         """``history``: the conversation's earlier turns (:class:`~..conversation.Turn` objects or dicts, or text).
@@ -195,11 +207,12 @@ class Text2SQLProgram(dspy.Module):
         """What this program's calibrations are kept under: its class and a digest of the prompts every answer goes
         through (each predictor's instructions, fields and demos; the repair loop's, built only where it runs, aside),
         so a calibration fitted with a compiled program never applies to the plain one, nor the other way round; and
-        the pool of carried pairs, which every draft is shown, by its size and ``k``."""
+        the pools of carried pairs, by their size and ``k``."""
         prompts = {name: {k: v for k, v in predictor.dump_state().items() if k != "lm"}
                    for name, predictor in self.named_predictors() if not name.startswith("repair.")}
-        if self.carried is not None:
-            prompts["carried pairs"] = {"pairs": len(self.carried), "k": self.carried.k}
+        for name, pool in (("carried pairs", self.carried), ("carried turns", self.carried_turns)):
+            if pool is not None:
+                prompts[name] = {"pairs": len(pool), "k": pool.k}
         digest = hashlib.sha256(json.dumps(prompts, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return f"{type(self).__name__}-{digest}"
 

@@ -7,7 +7,7 @@ functions serve the agents and their tests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from text2sql_dspy.programs.agents.drafting import Draft
 from text2sql_dspy.programs.db.database import QueryResult
@@ -42,6 +42,7 @@ class Candidate:
     verdict: LLMJudgeOutput | None = None
     p: float | None = None  # the verifier's probability that it is right, once asked
     early: bool = False  # ``p`` is the early model's, from the first draft alone
+    generators: list[str] = field(default_factory=list)  # the generators whose drafts wrote it (a group: its result)
 
     @property
     def sql(self) -> str:
@@ -111,10 +112,12 @@ def group_by_result(run: Run, candidates: list[Candidate]) -> list[Candidate]:
             match = next((g for g in groups if g.valid and same_result(run(g.sql), result)), None)
         if match is not None:
             match.votes += candidate.votes
+            match.generators += [g for g in candidate.generators if g not in match.generators]
             if lint_weight(candidate) < lint_weight(match):
                 match.draft, match.validation, match.p = candidate.draft, candidate.validation, candidate.p
         else:
-            groups.append(Candidate(candidate.draft, candidate.validation, candidate.votes, p=candidate.p))
+            groups.append(Candidate(candidate.draft, candidate.validation, candidate.votes, p=candidate.p,
+                                    generators=list(candidate.generators)))
     return sorted(groups, key=lambda g: -g.votes)
 
 

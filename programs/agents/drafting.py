@@ -7,6 +7,7 @@ score its confidence the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
+import time
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = ["DRAFT_MAX_TOKENS", "LOOP_ERROR", "NEUTRAL_CONFIDENCE", "Draft", "dra
 DRAFT_MAX_TOKENS = 320
 LOOP_ERROR = "the reply repeated itself until it was cut"
 NEUTRAL_CONFIDENCE = 0.5  # for LMs that return no token probabilities (Anthropic)
+COMPLETED = f"\n\n{field_marker('completed')}"  # where ChatAdapter ends a reply of several fields
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,9 @@ class Draft:
     tokens: int = 0
     doubts: int = 0  # tokens written with a probability under 0.5
     margin: float | None = None  # the smallest lead of a written token over the likeliest other
-    truncated: bool = False  # the reply was cut before it ended: in a repetition loop, or at DRAFT_MAX_TOKENS
+    truncated: bool = False  # the reply was cut before it ended: in a repetition loop, or at its token cap
+    generator: str = "draft"  # what wrote it (:mod:`.generators`): a generator's name, or how the program made it
+    seconds: float = 0.0  # the drafting call's wall time
 
 
 def draft_sql(
@@ -74,7 +78,9 @@ def draft_sql(
     literal, ``'rec000…'``: the embedded engine cuts such a reply there, a served model runs it to the cap) is no
     draft: no SQL, :data:`LOOP_ERROR`, confidence 0, whatever its token probabilities say.
     """
-    config = logprob_config(lm, max_tokens=max_tokens, stop=[FIELD_END])  # the SQL is the only field
+    fields = predictor.signature.output_fields
+    # The SQL is the last field: a reply of one field ends where the next would start, one of several at "completed".
+    config = logprob_config(lm, max_tokens=max_tokens, stop=[FIELD_END if len(fields) == 1 else COMPLETED])
     if temperature is not None:
         config.update(temperature=temperature, rollout_id=seed)
         if supports_seed(lm):
@@ -82,25 +88,28 @@ def draft_sql(
     if predictor.demos:  # set even when none is kept: without "demos", Predict shows all of its own
         inputs["demos"] = shown_demos(predictor.demos, source)
     emit("drafting", sample=seed or 0, redraft=bool(inputs.get("hints")))
+    start = time.perf_counter()
     with dspy.context(lm=lm):
         pred, error = predict_or_error(predictor, config=config, **inputs)
+    seconds = time.perf_counter() - start
     if pred is None:
-        return Draft("", 0.0, error)
+        return Draft("", 0.0, error, seconds=seconds)
     reply = reply_tokens(pred.get("logprobs"))
     tokens = field_tokens(reply, "sql")
     if loop_end([str(t.get("token", "")) for t in tokens]) is not None:
-        return Draft("", 0.0, LOOP_ERROR, tokens=len(tokens), truncated=True)
+        return Draft("", 0.0, LOOP_ERROR, tokens=len(tokens), truncated=True, seconds=seconds)
     sql = clean_sql(str(pred.get("sql") or ""))
     if sql and source is not None:
         sql = source.runnable(sql, shown)
     confidence = mean_token_probability(tokens)
     return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL",
                  weakest=lowest_token_probability(tokens), tokens=len(tokens), doubts=doubtful_tokens(tokens),
-                 margin=narrowest_margin(tokens), truncated=_ran_to_cap(reply))
+                 margin=narrowest_margin(tokens), truncated=_ran_to_cap(reply, max_tokens, next(iter(fields))),
+                 seconds=seconds)
 
 
-def _ran_to_cap(reply: list[dict[str, Any]]) -> bool:
-    """Whether a reply's tokens fill :data:`DRAFT_MAX_TOKENS`. A prefilled field marker (one entry) was not generated;
-    the last token of a sampled reply carries no probability, so one short of the cap counts."""
-    generated = len(reply) - int(bool(reply) and reply[0].get("token") == field_marker("sql") + "\n")
-    return generated >= DRAFT_MAX_TOKENS - 1
+def _ran_to_cap(reply: list[dict[str, Any]], cap: int, first: str = "sql") -> bool:
+    """Whether a reply's tokens fill its ``cap``. A prefilled field marker (of the ``first`` field: one entry) was not
+    generated; the last token of a sampled reply carries no probability, so one short of the cap counts."""
+    generated = len(reply) - int(bool(reply) and reply[0].get("token") == field_marker(first) + "\n")
+    return generated >= cap - 1

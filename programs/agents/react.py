@@ -40,12 +40,14 @@ from text2sql_dspy.programs.agents.candidates import (
     returns_nothing,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
+from text2sql_dspy.programs.agents.ensemble import Ensemble, load_ensemble
+from text2sql_dspy.programs.agents.generators import Ask, generators_of
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
-from text2sql_dspy.programs.conversation import History, points_back, standalone_question
+from text2sql_dspy.programs.conversation import History
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
@@ -54,11 +56,10 @@ from text2sql_dspy.programs.query.grouping import regrouped_readings
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
+from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL, ColumnsFirstSQL
 
 __all__ = ["ReActAgent", "ReActAgentV2"]
 
-SAMPLE_TEMPERATURE = 0.7
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
 UNSURE_REASON = "two readings give different results and the checks support both about as much"
 REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are worth one redraft
@@ -91,17 +92,21 @@ class ReActAgent(Text2SQLProgram):
         max_retrieval_calls: int = 3,
         max_validation_attempts: int = 4,
         max_repair_steps: int | None = None,
+        ensemble: Ensemble | bool = True,
         **kwargs: Any,
     ):
         super().__init__(db_path, **kwargs)
         self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, max_judge_calls if judge else 0)
-        self.candidates = max(1, candidates if candidates is not None else (3 if judge else 1))
+        self.ensemble = (load_ensemble() if ensemble is True else ensemble or Ensemble()) if judge else Ensemble()
+        self.candidates = max(1, candidates if candidates is not None else (self.ensemble.budget if judge else 1))
         self.sample_below = sample_below
         self.judge_model_id = judge_model_id
         self._judge_lm = judge_lm
         self._max_repair_steps = max_repair_steps
         self.draft = dspy.Predict(DraftSQL)
         self.edit = dspy.Predict(EditSQL)  # a follow-up: the query before it, changed
+        self.columns = dspy.Predict(ColumnsFirstSQL) if "columns" in self.ensemble.order else None  # where it runs
+        self.generators = generators_of(self.draft, self.edit, self.columns)
         self.judge = dspy.Predict(JudgeSQL) if judge else None
         self.repair = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
 
@@ -176,53 +181,63 @@ class ReActAgent(Text2SQLProgram):
             options["previous_sql"] = record.previous
         draft = draft_sql(predictor, self.lm, source=record.source, question=record.question,
                           table_schemas=view.text, facts=view.facts, shown=view.renamed, **options)
-        record.step(kind, draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
-        record.drafts.setdefault(draft.sql, draft)
-        if draft.sql and kind != "sample":  # a sample's confidence is not the agent's
+        draft = replace(draft, generator=kind)
+        record.wrote(draft, kind)
+        if draft.sql:
             record.draft_confidence = draft.confidence
         return draft
 
     def _drafts(self, record: Record, view: SchemaView, hint: str = "", history: History = History()
                 ) -> tuple[dict[str, Candidate], int]:
-        """The greedy draft and, when it is unsure (V2), samples until the majority result is settled: the
-        distinct queries, each checked once and carrying its drafts' votes; and how many drafts were written. A
-        follow-up's second reading is the question rewritten to stand alone, drafted afresh."""
+        """The first draft and, when it is unsure (V2), the ensemble's next generators, one draft each, until its
+        budget is spent or the choice is settled (:meth:`_settled`): the distinct queries, each checked once and
+        carrying its drafts' votes and generators; and how many drafts were written."""
+        ask = Ask(record.question, record.source, view, self, self.lm, hint, history,
+                  trace=lambda kind, note: record.step(kind, note=note))
         pool: dict[str, Candidate] = {}
         drafts, weighed = 0, False
-        for seed in range(self.candidates):
-            if pool and not weighed:  # the first query drafted (a draft that gave none is sampled past)
+        for name in self.ensemble.order if self.candidates > 1 else self.ensemble.order[:1]:
+            generator = self.generators.get(name)
+            if generator is None or drafts >= self.candidates or not generator.applies(ask):
+                continue
+            if pool and not weighed:  # the first query drafted (a draft that gave none is drafted past)
                 weighed = True
                 if not self._unsure(record, next(iter(pool.values()))):
                     break  # sure enough alone
-            if seed and majority_settled(record.run, list(pool.values()), remaining=self.candidates - drafts):
-                break  # adaptive consistency: no further sample could change the majority result
-            draft = self._standalone(record, hint, history) if seed == 1 and history.turns else None
+            if drafts and self._settled(record, pool, drafts, remaining=self.candidates - drafts):
+                break
+            draft = generator(ask, seed=drafts)
             if draft is None:
-                options = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
-                draft = self._draft(record, view, "sample" if seed else "draft", **options)
+                continue  # nothing to add: the next generator takes its turn
             drafts += 1
+            record.wrote(draft, "draft" if drafts == 1 else name if name != "draft" else "sample")
+            if drafts == 1 and draft.sql:
+                record.draft_confidence = draft.confidence
             if not draft.sql:
                 continue
             record.votes[draft.sql] = record.votes.get(draft.sql, 0) + 1
             if draft.sql in pool:
                 pool[draft.sql].votes += 1
+                pool[draft.sql].generators = list(record.written[draft.sql])
             else:
-                pool[draft.sql] = Candidate(draft, record.check(draft.sql))
+                pool[draft.sql] = Candidate(draft, record.check(draft.sql), generators=list(record.written[draft.sql]))
         return pool, drafts
 
-    def _standalone(self, record: Record, hint: str, history: History) -> Draft | None:
-        """The follow-up rewritten to stand alone (one small call), then drafted as a first question would be; None
-        where the rewrite still points back at the conversation, which cannot be read alone (the edit is sampled)."""
-        question = standalone_question(record.question, list(history.turns), self.lm)
-        record.step("rewrite", note=question)
-        if points_back(question):
-            return None
-        view = self.schema(record.source, question, hint)
-        draft = draft_sql(self.draft, self.lm, source=record.source, question=question, table_schemas=view.text,
-                          facts=view.facts, shown=view.renamed)
-        record.step("standalone", draft.sql, draft.error or f"confidence {draft.confidence:.2f}")
-        record.drafts.setdefault(draft.sql, draft)
-        return draft
+    def _settled(self, record: Record, pool: dict[str, Candidate], drafts: int, remaining: int) -> bool:
+        """Whether no further draft is worth its call: with the ensemble's ``stop``, once the reading V2 would choose
+        now has the verifier's full-model probability at or above it; without one, once the most drafted result
+        leads the next by more than ``remaining`` drafts could close (adaptive consistency)."""
+        stop = self.ensemble.stop
+        if stop is None:
+            return majority_settled(record.run, list(pool.values()), remaining=remaining)
+        valid = [c for c in pool.values() if c.valid]
+        if self.verifier is None or not valid:
+            return False
+        groups = group_by_result(record.run, valid)
+        for group in groups:
+            group.p = self._probability(record, group, drafts, len(groups))
+        best = min(groups, key=self._preference(record))
+        return best.p >= stop and not best.blocked and not best.symptoms
 
     def _regrouped(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
         """For each drafted query of one table ranked by an aggregate it has no group for, the first of its readings
@@ -277,6 +292,7 @@ class ReActAgent(Text2SQLProgram):
         ranked = sorted(groups, key=key)
         best, alternatives = ranked[0], []
         record.votes.update({g.sql: g.votes for g in groups})
+        record.written.update({g.sql: list(g.generators) for g in groups if g.generators})
         if (len(ranked) >= 2 and best.p < self.verifier.sure and best.p - ranked[1].p < UNSURE_MARGIN
                 and key(best)[:-1] == key(ranked[1])[:-1]):
             alternatives = [best.sql, ranked[1].sql]
@@ -321,9 +337,9 @@ class ReActAgent(Text2SQLProgram):
 
     def _probability(self, record: Record, candidate: Candidate, drafts: int, groups: int) -> float:
         record.run(candidate.sql)
-        reading = record.reading(candidate.sql, votes=candidate.votes)
+        reading = record.reading(candidate.sql, votes=candidate.votes, generators=candidate.generators or None)
         return self.verifier.probability(reading, record.question, drafts=drafts, groups=groups,
-                                         previous=record.previous)
+                                         previous=record.previous, ran=record.ran)
 
     def _judging(self) -> bool:
         """Whether V2 asks its judge: where the verifier's full model reads the verdict, or the judge is not the
@@ -416,13 +432,16 @@ class ReActAgent(Text2SQLProgram):
     def load_state(self, state: dict[str, Any], **kwargs: Any) -> None:
         """Load a saved program. One saved where the repair loop takes steps carries its predictors (built here if
         this program has none yet); one saved for the embedded model does not, and this program keeps its own.
-        Files saved before the loop was named ``repair`` name it ``agent``."""
+        Files saved before the loop was named ``repair`` name it ``agent``. A ``columns`` predictor is kept the same
+        way: this program's own where the file has none."""
         state = {("repair." + k.removeprefix("agent.")) if k.startswith("agent.") else k: v for k, v in state.items()}
         saved = any(name.startswith("repair.") for name in state)
         if saved and self.repair is None:
             self.repair = self._repair_agent()
         elif not saved and self.repair is not None:
             state = {**state, **{k: v for k, v in self.dump_state().items() if k.startswith("repair.")}}
+        if self.columns is not None and "columns" not in state:
+            state = {**state, "columns": self.columns.dump_state()}
         super().load_state(state, **kwargs)
 
 
@@ -459,7 +478,8 @@ def _in_context(judge: Any, history: str, hint: str, *, question: str, **inputs:
 
 def _metrics(record: Record) -> Metrics:
     return Metrics(validations=len(record.checks), judge_calls=record.judge_calls, redrafts=record.redrafts,
-                   repair_steps=record.repair_steps, retrievals=record.retrievals, judge_errors=record.judge_errors)
+                   repair_steps=record.repair_steps, retrievals=record.retrievals, judge_errors=record.judge_errors,
+                   by_generator=record.by_generator)
 
 
 def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifier | None = None) -> Answer:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from text2sql_dspy.programs.agents.drafting import Draft
+from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
 from text2sql_dspy.programs.answer import Preview, Reading, Step
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
@@ -58,6 +59,9 @@ class Record:
     verdicts: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, verdict), in call order
     votes: dict[str, int] = field(default_factory=dict)  # query -> drafts that wrote it (V2: or its result)
     drafts: dict[str, Draft] = field(default_factory=dict)  # query -> the first draft that wrote it
+    written: dict[str, list[str]] = field(default_factory=dict)  # query -> the generators behind it, in order (V2: or
+    # behind its result)
+    by_generator: dict[str, dict[str, float]] = field(default_factory=dict)  # generator -> drafts, seconds
     steps: list[Step] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     judge_calls: int = 0
@@ -68,8 +72,25 @@ class Record:
     repair_steps: int = 0
     draft_confidence: float = 0.5  # the latest greedy draft's own token confidence
 
-    def step(self, kind: str, sql: str = "", note: str = "", thought: str = "") -> None:
-        self.steps.append(Step(kind=kind, sql=sql, note=note, thought=thought))
+    @property
+    def ran(self) -> list[str]:
+        """The generators that drafted for the question, in order (:data:`~.generators.MODEL_GENERATORS`)."""
+        return [g for g in self.by_generator if g in MODEL_GENERATORS]
+
+    def step(self, kind: str, sql: str = "", note: str = "", thought: str = "", generator: str = "") -> None:
+        self.steps.append(Step(kind=kind, sql=sql, note=note, thought=thought, generator=generator))
+
+    def wrote(self, draft: Draft, kind: str = "draft") -> None:
+        """Record a drafting call: its step, its generator's cost, and its query as the generator's."""
+        self.step(kind, draft.sql, draft.error or f"confidence {draft.confidence:.2f}", generator=draft.generator)
+        spent = self.by_generator.setdefault(draft.generator, {"drafts": 0, "seconds": 0.0})
+        spent["drafts"] += 1
+        spent["seconds"] = round(spent["seconds"] + draft.seconds, 3)
+        if draft.sql:
+            self.drafts.setdefault(draft.sql, draft)
+            behind = self.written.setdefault(draft.sql, [])
+            if draft.generator not in behind:
+                behind.append(draft.generator)
 
     @property
     def attempts_left(self) -> int:
@@ -144,9 +165,10 @@ class Record:
         """The latest verdict on exactly this query, if any."""
         return next((v for q, v in reversed(self.verdicts) if q == sql), None)
 
-    def reading(self, sql: str, *, votes: int | None = None, chosen: bool = False) -> Reading:
-        """What the record holds on ``sql``, a query it checked: its votes (``votes`` given: a result group's), its
-        draft's token probabilities, its findings, its verdict and the first rows it returned where it ran."""
+    def reading(self, sql: str, *, votes: int | None = None, chosen: bool = False,
+                generators: list[str] | None = None) -> Reading:
+        """What the record holds on ``sql``, a query it checked: its votes and generators (given: a result group's),
+        its draft's token probabilities, its findings, its verdict and the first rows it returned where it ran."""
         check, verdict, result, draft = self.checks[sql], self.verdict_of(sql), self.runs.get(sql), self.drafts.get(sql)
         return Reading(
             sql=sql, chosen=chosen, votes=self.votes.get(sql, 1) if votes is None else votes, valid=check.valid,
@@ -154,6 +176,8 @@ class Record:
             tokens=0 if draft is None else draft.tokens, doubts=0 if draft is None else draft.doubts,
             margin=None if draft is None else draft.margin, findings=list(check.findings),
             judge_score=None if verdict is None else verdict.correctness_score,
+            generator="" if draft is None else draft.generator,
+            generators=list(self.written.get(sql, []) if generators is None else generators),
             preview=None if result is None else Preview.of(result),
         )
 

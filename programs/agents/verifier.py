@@ -25,11 +25,12 @@ from typing import Any
 
 from text2sql_dspy.programs.agents.asked import ASKED, asked_features
 from text2sql_dspy.programs.agents.followup import FOLLOW_UP, follow_up_features
+from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.verdict import verdict_of
 
-__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "KINDS", "MEANS_WRONG", "Verifier", "features", "kind_of",
+__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "GENERATED", "KINDS", "MEANS_WRONG", "Verifier", "features", "kind_of",
            "load_verifier"]
 
 FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
@@ -41,6 +42,9 @@ EARLY = (
     "count_asked_not_one_number", "list_asked_one_row", "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED),
 )
 FULL = (*EARLY, "agreement", "drafts", "groups", "judge", "judged")
+# What only several generators can say: the share of those that ran whose drafts reached the reading's result, and
+# which of them did.
+GENERATED = ("generators agree", *(f"by: {g}" for g in MODEL_GENERATORS))
 HOW_MANY = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
 LIST_ASKED = re.compile(r"^\W*(list|show|give|find|what are|which|who are|name)\b|\b(all|every|each)\b", re.IGNORECASE)
 SINGLE_ASKED = re.compile(r"\b(the (most|least|highest|lowest|largest|smallest|first|last|oldest|youngest|top)|"
@@ -56,11 +60,13 @@ def _rounded(values: Sequence[float]) -> list[float]:
 
 
 def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
-             asked: bool = True, previous: str = "") -> dict[str, float]:
+             asked: bool = True, previous: str = "", ran: Sequence[str] = ()) -> dict[str, float]:
     """The signals of ``reading`` (a valid query that ran) for ``question``; ``drafts`` written and the distinct
     results (``groups``) they gave, for the full model; ``asked``: with the question-against-query features
     (:data:`ASKED`, a parse of the query), which a model that weighs none of them does without; ``previous``: the
-    query of the turn a follow-up follows (:data:`FOLLOW_UP`, all 0 without one)."""
+    query of the turn a follow-up follows (:data:`FOLLOW_UP`, all 0 without one); ``ran``: the generators that
+    drafted for the question (:data:`GENERATED`: of them, those behind the reading's result, ``reading.generators``;
+    none given: only the reading's own)."""
     preview = reading.preview
     rows = preview.rows if preview is not None and preview.error is None else []
     count = preview.row_count if preview is not None else 0
@@ -92,8 +98,16 @@ def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 
         "judged": float(judged),
         **(asked_features(question, reading.sql) if asked else {}),
         **follow_up_features(reading.sql, previous),
+        **generated_features(reading.generators or [reading.generator or "draft"], ran),
     }
     return found
+
+
+def generated_features(behind: Sequence[str], ran: Sequence[str]) -> dict[str, float]:
+    """:data:`GENERATED`: the share of the generators that ``ran`` whose drafts are ``behind`` a result, and which."""
+    ran_set = {g for g in ran if g in MODEL_GENERATORS} or {g for g in behind if g in MODEL_GENERATORS} or {"draft"}
+    found = {"generators agree": len(ran_set.intersection(behind)) / len(ran_set)}
+    return found | {f"by: {g}": float(g in behind) for g in MODEL_GENERATORS}
 
 
 def _logit(p: float) -> float:
@@ -162,13 +176,14 @@ class Verifier:
         return self.cut_offs.get(kind_of(early=early, follow_up=follow_up), self.early_sure if early else self.sure)
 
     def probability(self, reading: Reading, question: str, *, drafts: int = 1, groups: int = 1,
-                    early: bool = False, previous: str = "") -> float:
+                    early: bool = False, previous: str = "", ran: Sequence[str] = ()) -> float:
         """P(right) of ``reading``: by the early model (first draft alone), else by the full one; ``previous``: the
-        query of the turn a follow-up follows, read where the model weighs :data:`FOLLOW_UP`."""
+        query of the turn a follow-up follows, read where the model weighs :data:`FOLLOW_UP`; ``ran``: the
+        generators that drafted for the question (:data:`GENERATED`)."""
         model = self.early if early else self.full
         follows = not FOLLOW_UP_SET.isdisjoint(model.names)  # else no parse of either query
         found = features(reading, question, drafts=drafts, groups=groups, asked=not ASKED_SET.isdisjoint(model.names),
-                         previous=previous if follows else "")
+                         previous=previous if follows else "", ran=ran)
         return model.probability(found)
 
     def words(self, probability: float, *, early: bool = False, noted: bool = False, follow_up: bool = False) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -54,14 +54,16 @@ class CarriedPairs:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_split(cls, folder: Path | str, split: str = "train", *, k: int = DEFAULT_K_CARRIED) -> CarriedPairs:
+    def from_split(cls, folder: Path | str, split: str = "train", *, k: int = DEFAULT_K_CARRIED,
+                   tables: Path | str | None = None) -> CarriedPairs:
         """The pairs of ``folder/<split>.json`` (``question``, ``db_id`` and the gold query: Spider's ``query``, BIRD's
-        ``SQL``), masked by the names of the folder's tables file (:func:`~..dataset.tables_file`); a row without
-        them is skipped."""
+        ``SQL``), masked by the names of the folder's tables file (:func:`~..dataset.tables_file`, or ``tables``); a
+        row without them is skipped. A split of conversations (SParC's or CoSQL's ``database_id`` and
+        ``interaction``) gives its follow-ups: every turn after a conversation's first."""
         folder = Path(folder)
         try:
             rows = json.loads((folder / f"{split}.json").read_text(encoding="utf-8"))
-            tables = json.loads(tables_file(folder, split).read_text(encoding="utf-8"))
+            tables = json.loads((Path(tables) if tables else tables_file(folder, split)).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigurationError(
                 f"cannot read solved pairs from {folder}: {exc}. Give a folder in Spider's layout "
@@ -70,6 +72,7 @@ class CarriedPairs:
         if not isinstance(rows, list) or not isinstance(tables, list):
             raise ConfigurationError(f"cannot read solved pairs from {folder}: {split}.json and tables.json must each "
                                      "hold a JSON list, as Spider's do.")
+        rows = [*_follow_ups(rows)] if any(isinstance(r, dict) and "interaction" in r for r in rows) else rows
         names = {t.get("db_id"): _spider_names(t) for t in tables if isinstance(t, dict)}
         pairs, masked = [], []
         for i, row in enumerate(r if isinstance(r, dict) else {} for r in rows):
@@ -97,6 +100,17 @@ class CarriedPairs:
             if self._matrix is None:
                 self._matrix = np.asarray(encode_texts(self._masked))
             return self._matrix
+
+
+def _follow_ups(conversations: list) -> Iterator[dict]:
+    """Every turn after the first of each conversation, as a pair (``question``, ``query``, ``db_id``)."""
+    for conversation in conversations:
+        if not isinstance(conversation, dict):
+            continue
+        for turn in (conversation.get("interaction") or [])[1:]:
+            if isinstance(turn, dict):
+                yield {"question": turn.get("utterance"), "query": turn.get("query"),
+                       "db_id": conversation.get("database_id")}
 
 
 def _gold_or_empty(row: dict) -> str:

@@ -28,7 +28,8 @@ from text2sql_dspy.programs.query.rename import NAMESPACE_SEPARATOR, namespace, 
 from text2sql_dspy.programs.retrieval.retriever import RetrievedTable, make_retriever
 from text2sql_dspy.programs.source import DataSource
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "PART_BUDGET", "SchemaView",
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_COLD_BUDGET", "DEFAULT_FACTS_BUDGET", "DEFAULT_SCHEMA_BUDGET", "LINKED_TOP_K",
+           "PART_BUDGET", "SchemaView",
            "estimated_tokens", "one_part", "schema_view", "whole_part", "without_prefix"]
 
 # Characters a token of Qwen2.5's tokenizer on rendered DDL with comments, rounded down so that the
@@ -43,6 +44,7 @@ DEFAULT_COLD_BUDGET = 2500
 DEFAULT_FACTS_BUDGET = 300
 # Tokens within which the top hit's part of the schema is shown whole rather than by its retrieved tables.
 PART_BUDGET = 2500
+LINKED_TOP_K = 3  # tables a view of the linked tables alone ranks before the keys that join them
 
 
 @dataclass(frozen=True)
