@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Where a judge's separation comes from: answers whose result shows a symptom, and answers whose result looks fine.
 
-    python benchmarks/judge_symptoms.py benchmarks/results/spider-dev-four-programs-2026-11-24/records.jsonl --program v2 \\
+    python benchmarks/judge_symptoms.py benchmarks/results/spider-dev-four-programs-2026-11-24/records.jsonl.gz --program v2 \\
         --data ../shared/benchmarks/spider-public
-    python benchmarks/judge_symptoms.py benchmarks/results/bundled-test-four-programs-2026-11-24/records.jsonl --program v2
+    python benchmarks/judge_symptoms.py benchmarks/results/bundled-test-four-programs-2026-11-24/records.jsonl.gz --program v2
 
 Each judged answer of ``--program`` in an evaluate run's records is run again read-only on its
 database (``--data``: a Spider-format folder; default the bundled data) and put in one of two
@@ -16,6 +16,7 @@ symptom flag alone, as if it were the score.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -29,13 +30,15 @@ from text2sql_dspy.programs.source import open_source
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("records", type=Path, help="an evaluate run's records.jsonl")
+    parser.add_argument("records", type=Path, help="an evaluate run's records.jsonl (or .jsonl.gz)")
     parser.add_argument("--program", required=True, help="the program's name as the records give it")
     parser.add_argument("--data", type=Path, default=BUNDLED_DATA, help="the data folder the run answered")
     args = parser.parse_args()
 
     rows = []  # (correct, judge score, plausible result)
-    for line in args.records.read_text().splitlines():
+    packed = args.records.suffix == ".gz"
+    text = gzip.decompress(args.records.read_bytes()).decode() if packed else args.records.read_text()
+    for line in text.splitlines():
         record = json.loads(line)
         if record["program"] != args.program or record.get("judge_score") is None:
             continue
