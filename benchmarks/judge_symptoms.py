@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Where a judge's separation comes from: answers whose result shows a symptom, and answers whose result looks fine.
 
-    python benchmarks/judge_symptoms.py benchmarks/results/spider-dev-four-programs-2026-11-24/records.jsonl.gz --program v2 \\
-        --data ../shared/benchmarks/spider-public
-    python benchmarks/judge_symptoms.py benchmarks/results/bundled-test-four-programs-2026-11-24/records.jsonl.gz --program v2
+    python benchmarks/judge_symptoms.py benchmarks/results/spider-dev-four-programs-2026-11-24/records.jsonl.gz \\
+        --program v2 --data ../shared/benchmarks/spider-public
+    python benchmarks/judge_symptoms.py benchmarks/results/bundled-test-four-programs-2026-11-24/records.jsonl.gz \\
+        --program v2
 
 Each judged answer of ``--program`` in an evaluate run's records is run again read-only on its
 database (``--data``: a Spider-format folder; default the bundled data) and put in one of two
