@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from fit_verifier import blocked, rechecked, returns_nothing, symptomatic  # noqa: E402
+from text2sql_dspy.optimize.fit_verifier import blocked, rechecked, returns_nothing, symptomatic  # noqa: E402
 from rescore_verifier import answers_of, arguments, verifiers_of  # noqa: E402
 
 from text2sql_dspy.optimize.metrics import compare_execution  # noqa: E402

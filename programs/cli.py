@@ -104,7 +104,8 @@ def ask(args: argparse.Namespace) -> int:
         print(f"check: {finding.message}")
     if args.trace:
         for i, step in enumerate(answer.steps, 1):
-            print(f"\n[{i}] {step.kind}" + (f": {step.thought}" if step.thought else ""))
+            generator = f" ({step.generator})" if step.generator and step.generator != step.kind else ""
+            print(f"\n[{i}] {step.kind}{generator}" + (f": {step.thought}" if step.thought else ""))
             if step.sql:
                 print(f"    {' '.join(step.sql.split())}")
             for note_line in step.note.splitlines():

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import dspy
+
+from text2sql_dspy.programs.agents.ensemble import Ensemble
 import pytest
 
 from text2sql_dspy.programs.agents.base import question_facts
@@ -106,27 +108,23 @@ def test_carried_pairs_take_what_the_own_pairs_leave(tiny_db: Path, own, carried
 
 
 def test_a_carried_pairs_names_never_reach_the_answer(pool_folder: Path, tiny_db: Path) -> None:
-    """The model copies the carried pair's table; the validator finds it unknown and the redraft is the answer.
-    The pairs come with the question, after the cached prefix."""
+    """The ``pairs`` generator's draft copies the carried pair's table; the validator finds it unknown, and the first
+    draft is the answer. The pairs come with the question, after the cached prefix, and only to that generator."""
     question = "How many users are suspended?"
     good = "SELECT count(*) FROM users WHERE status = 'suspended'"
-    lm = logprob_lm({
-        "[[ ## sql_query ## ]]": scripted_verdict(0.9),
-        "unknown table 'Dogs'": scripted_draft(good, 0.9),  # the redraft, told of the unknown table
-        question: scripted_draft("SELECT count(*) FROM Dogs", 0.9),  # the first draft copies the carried pair
-    })
-    program = make_program("v2", db_path=tiny_db, retrieval_type="keyword", carried=pool_folder)
+    lm = logprob_lm([scripted_draft(good, 0.5), scripted_draft("SELECT count(*) FROM Dogs", 0.9)])
+    program = make_program("v2", db_path=tiny_db, retrieval_type="keyword", carried=pool_folder,
+                           ensemble=Ensemble(("draft", "pairs"), 2, None), max_judge_calls=0)
     with dspy.context(lm=lm):
         answer = program(question=question).answer
-    drafting = [r for r in lm.engine.requests if "[[ ## sql_query ## ]]" not in str(r.messages)]
-    assert drafting
-    for request in drafting:
-        system, user = str(request.system), request.messages[-1].text or ""
-        assert "CREATE TABLE users" in system
-        assert CARRIED_HEADER in user and "SELECT count(*) FROM Dogs" in user
-        assert CARRIED_HEADER not in system, "the cached prefix stays the same for every question"
+    first, paired = lm.engine.requests
+    for request in (first, paired):
+        assert "CREATE TABLE users" in str(request.system) and CARRIED_HEADER not in str(request.system)
+    assert CARRIED_HEADER not in (first.messages[-1].text or "")
+    assert CARRIED_HEADER in (paired.messages[-1].text or "") and "SELECT count(*) FROM Dogs" in paired.messages[-1].text
     assert answer.sql == good
-    assert all("dogs" not in (r.sql or "").lower() for r in answer.readings if r.chosen)
+    dogs = next(r for r in answer.readings if "dogs" in r.sql.lower())
+    assert dogs.generator == "pairs" and not dogs.valid and not dogs.chosen
 
 
 def test_a_calibration_fitted_without_carried_pairs_is_not_applied_with_them(pool_folder: Path, tiny_db: Path) -> None:

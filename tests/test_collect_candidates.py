@@ -1,4 +1,4 @@
-"""The verifier's training data (benchmarks/collect_candidates.py): every reading V2 could weigh drawn, judged and
+"""The verifier's training data (optimize/collect.py): every reading V2 could weigh drawn, judged and
 scored against the gold query; conversations answered turn by turn on the program's own answers; a rerun resumes;
 ``--per-database`` caps each database's questions. The program runs on a scripted LM."""
 
@@ -18,8 +18,8 @@ from tests.scripts import script
 from tests.fakes import GOOD_SQL, LogprobEngine, Scripted, logprob_lm, scripted_draft, scripted_verdict
 
 
-collector = script("benchmarks/collect_candidates.py")
-fit = script("benchmarks/fit_verifier.py")
+from text2sql_dspy.optimize import collect as collector  # noqa: E402
+from text2sql_dspy.optimize import fit_verifier as fit  # noqa: E402
 
 ALL_USERS = "SELECT count(*) FROM users"
 ACTIVE = "SELECT count(*) FROM users WHERE status = 'active'"

@@ -1,4 +1,4 @@
-"""The verifier's fit (benchmarks/fit_verifier.py) on a small fixture of collected answers: it writes a verifier that
+"""The verifier's fit (optimize/fit_verifier.py) on a small fixture of collected answers: it writes a verifier that
 loads, whose ``fitted_on`` says what it was fitted on, and a refit on the same files writes the same bytes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
 from tests.scripts import script
 
 
-fit = script("benchmarks/fit_verifier.py")
+from text2sql_dspy.optimize import fit_verifier as fit  # noqa: E402
 
 RIGHT = "SELECT count(*) FROM users WHERE status = 'suspended'"
 WRONG = "SELECT count(*) FROM users"

@@ -12,7 +12,7 @@ from tests.scripts import script
 from tests.test_fit_verifier import fixture
 
 replay = script("benchmarks/replay_training.py")
-fit = script("benchmarks/fit_verifier.py")
+from text2sql_dspy.optimize import fit_verifier as fit  # noqa: E402
 
 
 def question(*groups: tuple[bool, bool], early: bool | None = True, early_passed: bool = True) -> dict:

@@ -224,14 +224,15 @@ class ReActAgent(Text2SQLProgram):
         return pool, drafts
 
     def _settled(self, record: Record, pool: dict[str, Candidate], drafts: int, remaining: int) -> bool:
-        """Whether no further draft is worth its call: with the ensemble's ``stop``, once the reading V2 would choose
-        now has the verifier's full-model probability at or above it; without one, once the most drafted result
-        leads the next by more than ``remaining`` drafts could close (adaptive consistency)."""
+        """Whether no further draft is worth its call: with the ensemble's ``stop``, once a second generator has
+        drafted and the reading V2 would choose now has the verifier's full-model probability at or above it (the
+        first draft alone is the early model's to settle); without one, once the most drafted result leads the next
+        by more than ``remaining`` drafts could close (adaptive consistency)."""
         stop = self.ensemble.stop
         if stop is None:
             return majority_settled(record.run, list(pool.values()), remaining=remaining)
         valid = [c for c in pool.values() if c.valid]
-        if self.verifier is None or not valid:
+        if self.verifier is None or not valid or drafts < 2:
             return False
         groups = group_by_result(record.run, valid)
         for group in groups:

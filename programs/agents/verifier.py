@@ -7,8 +7,8 @@ rows), and, once V2 has sampled and judged, the drafts' agreement and the judge'
 combine them: ``early``, on the first draft alone (it decides whether one draft is enough), and ``full``, with the
 agreement and the verdict (it chooses among result groups and gives the answer's confidence).
 
-The models are fitted on public training data only (``benchmarks/fit_verifier.py``, on answers
-``benchmarks/collect_candidates.py`` collects) and ship in the package as ``verifier.json``, with the prompts'
+The models are fitted on public training data only (``optimize/fit_verifier.py``, on answers
+``optimize/collect.py`` collects) and ship in the package as ``verifier.json``, with the prompts'
 digest they were fitted under. Nothing is fitted, downloaded or pickled at run time.
 """
 

@@ -34,6 +34,7 @@ from text2sql_dspy.programs.source import DataSource
 __all__ = ["CARRIED_HEADER", "DEFAULT_K_CARRIED", "ORIGIN", "CarriedPairs"]
 
 DEFAULT_K_CARRIED = 3
+POOL_FORMAT = 1  # of a saved pool (:meth:`CarriedPairs.save`)
 ORIGIN = "carried"
 CARRIED_HEADER = ("-- Solved questions over other databases: their tables and columns are not yours. Reuse how the "
                   "SQL answers its question, with your own tables and columns:")
@@ -42,16 +43,45 @@ CARRIED_HEADER = ("-- Solved questions over other databases: their tables and co
 class CarriedPairs:
     """A pool of solved pairs over many databases and their masked-question embeddings (computed on first use)."""
 
-    def __init__(self, pairs: Sequence[StoredExample], masked: Sequence[str], *, k: int = DEFAULT_K_CARRIED):
+    def __init__(self, pairs: Sequence[StoredExample], masked: Sequence[str], *, k: int = DEFAULT_K_CARRIED,
+                 matrix: np.ndarray | None = None):
         """``pairs`` (``db_key`` holds each pair's ``db_id``) and ``masked``, each pair's question masked by its own
-        database's names, in the same order."""
-        if len(pairs) != len(masked):
-            raise ValueError("one masked question per pair")
+        database's names, in the same order; ``matrix``: their embeddings, one row each (default: computed on first
+        use)."""
+        if len(pairs) != len(masked) or (matrix is not None and len(matrix) != len(pairs)):
+            raise ValueError("one masked question, and one embedding, per pair")
         self._pairs = list(pairs)
         self._masked = list(masked)
         self.k = k
-        self._matrix = None
+        self._matrix = matrix
         self._lock = threading.Lock()
+
+    def save(self, path: Path | str) -> None:
+        """Write the pool to ``path`` (``.npz``): its pairs, masked questions and embeddings (int8, each row scaled by
+        its largest value), so that loading it (:meth:`load`) embeds nothing."""
+        matrix = self._embeddings()
+        scale = np.maximum(np.abs(matrix).max(axis=1, keepdims=True), 1e-12) / 127.0
+        np.savez_compressed(
+            path, format=np.array(POOL_FORMAT), k=np.array(self.k), db=np.array([p.db_key for p in self._pairs]),
+            question=np.array([p.question for p in self._pairs]), sql=np.array([p.sql for p in self._pairs]),
+            masked=np.array(self._masked), vectors=np.round(matrix / scale).astype(np.int8),
+            scale=scale.astype(np.float32))
+
+    @classmethod
+    def load(cls, path: Path | str, *, k: int | None = None) -> CarriedPairs:
+        """A pool :meth:`save` wrote; :class:`ConfigurationError` naming the fix where it cannot be read."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if int(data["format"]) != POOL_FORMAT:
+                    raise ValueError(f"format {int(data['format'])}, not {POOL_FORMAT}")
+                pairs = [StoredExample(i, str(db), "pair", str(q), str(sql), ORIGIN, "")
+                         for i, (db, q, sql) in enumerate(zip(data["db"], data["question"], data["sql"], strict=True))]
+                matrix = data["vectors"].astype(np.float32) * data["scale"]
+                return cls(pairs, [str(m) for m in data["masked"]], k=int(data["k"]) if k is None else k,
+                           matrix=matrix / np.linalg.norm(matrix, axis=1, keepdims=True).clip(1e-12))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigurationError(f"cannot read the pool of solved pairs {path}: {exc}. Reinstall the package, or "
+                                     "build the pool again with `text2sql compile --carried FOLDER`.") from exc
 
     @classmethod
     def from_split(cls, folder: Path | str, split: str = "train", *, k: int = DEFAULT_K_CARRIED,

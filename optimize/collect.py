@@ -2,12 +2,12 @@
 """Answer a training split with V2 drawing every reading it could weigh, and keep each reading with whether it is
 right: the data the verifier (``programs/agents/verifier.py``) is fitted on.
 
-    python benchmarks/collect_candidates.py --data ../shared/benchmarks/spider-train --split train \
+    python -m text2sql_dspy.optimize.collect --data ../shared/benchmarks/spider-train --split train \
         --per-database 15 --out benchmarks/results/verifier-data/spider-train.jsonl.gz
-    python benchmarks/collect_candidates.py --data ../shared/benchmarks/cosql-train --split train \
+    python -m text2sql_dspy.optimize.collect --data ../shared/benchmarks/cosql-train --split train \
         --databases ../shared/benchmarks/spider-train --per-database 5 \
         --out benchmarks/results/verifier-data/cosql-train.jsonl.gz
-    python benchmarks/fit_verifier.py benchmarks/results/verifier-data/*.jsonl.gz \
+    python -m text2sql_dspy.optimize.fit_verifier benchmarks/results/verifier-data/*.jsonl.gz \
         --data-root ../shared/benchmarks/spider-train --out programs/agents/verifier.json
 
 The program is V2 without the verifier (:func:`build_program`), so nothing the verifier learned decides what is
@@ -42,6 +42,7 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
+from text2sql_dspy.optimize.collected import refuse_held_out
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS, Ensemble
 from text2sql_dspy.programs.agents.react import ReActAgentV2
@@ -278,6 +279,7 @@ def main(argv: list[str] | None = None, *, program: Any = None) -> int:
                         "SParC-format folder of other databases' conversations (cosql-train)")
     parser.add_argument("--tables", help="the tables file for --carried-turns, where its folder has none")
     args = parser.parse_args(argv)
+    refuse_held_out([args.data, f"{args.data}/{args.split}"])
     examples = load_split(args.data, args.split, limit=args.limit, databases=args.databases)
     chosen = selected(examples, args.per_database, shuffled=args.shuffled)
     done, whole = read_records(args.out)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Fit the verifier (``programs/agents/verifier.py``) on collected training answers and write ``verifier.json``.
 
-    python benchmarks/fit_verifier.py COLLECTED.jsonl [MORE.jsonl ...] --data-root DIR [--data-root DIR ...] \
+    python -m text2sql_dspy.optimize.fit_verifier COLLECTED.jsonl [MORE.jsonl ...] --data-root DIR [--data-root DIR ...] \
         [--cut-offs-on COLLECTED.jsonl ...] --out programs/agents/verifier.json
 
-Each input is what ``benchmarks/collect_candidates.py`` wrote for a training split (never a dev or test set). Every
+Each input is what ``optimize/collect.py`` wrote for a training split (never a dev or test set). Every
 reading is checked again by today's validator with its question, so the lints are today's. Cross-validation holds
 out whole databases (scikit-learn's ``GroupKFold``), so its figures say how the verifier does on a database it was
 not fitted on. Prints each signal's ROC AUC alone and the models', with and without the judge, the
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from text2sql_dspy.optimize.collected import refuse_held_out
 from text2sql_dspy.programs.agents.candidates import SYMPTOMS
 from text2sql_dspy.programs.agents.verifier import (
     ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model, kind_of,
@@ -314,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the share of the questions that settling on one draft may lose against sampling every "
                              f"one (default {ENOUGH_LOSS})")
     args = parser.parse_args(argv)
+    refuse_held_out([*args.files, *args.cut_offs_on])
     judged_on = {f.resolve() for f in args.cut_offs_on or args.files}
     questions = list(examples(args.files, args.data_root))
     early = [(q["early"], q["db"]) for q in questions if q["early"] is not None]
