@@ -120,10 +120,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reflection-model", help="LM that proposes instructions for MIPROv2 and GEPA (default: the agent's)")
     add_view_arguments(parser)
     parser.add_argument("--threads", type=positive_int, default=1, help="parallel program runs (1 for the local model)")
+    ensemble = parser.add_argument_group(
+        "ensemble (V2's generators, their order and the verifier, over many training databases: --ensemble)")
+    ensemble.add_argument("--ensemble", action="store_true",
+                          help="compile V2's ensemble on every database of --data (with --optimizer none): its pools "
+                               "of solved pairs, its answers with every generator, its order, budget and verifier")
+    ensemble.add_argument("--conversations", metavar="FOLDER",
+                          help="a CoSQL- or SParC-format folder of other conversations: the follow-ups' pool, and "
+                               "conversations to fit on (--databases: where its databases are, default --data)")
+    ensemble.add_argument("--databases", metavar="FOLDER", help="the Spider-format folder with --conversations' databases")
+    ensemble.add_argument("--conversations-per-database", type=positive_int, default=1, metavar="K",
+                          help="conversations of each database to fit on (default 1)")
+    ensemble.add_argument("--order", action="append", metavar="G1,G2,...",
+                          help="a candidate order of generators, draft first (repeatable; default: two of them)")
+    ensemble.add_argument("--collected", action="append", default=[], metavar="FILE",
+                          help="answers already collected with every generator (optimize/collect.py --generators)")
+    ensemble.add_argument("--max-cost", type=float, default=2.0,
+                          help="model seconds at most this many times V2's without an ensemble (default 2)")
+    ensemble.add_argument("--base-verifier", metavar="FILE", help="the verifier whose early model is kept "
+                          "(default: the one shipped)")
 
 
 def compile_and_save(args: argparse.Namespace) -> int:
     from text2sql_dspy.optimize.compile import Budget, CompileConfig, compile_program
+
+    if args.ensemble:
+        return compiled_ensemble(args)
 
     budget = Budget(
         train_limit=args.train_limit, dev_limit=args.dev_limit, max_demos=args.max_demos,
@@ -145,6 +167,23 @@ def compile_and_save(args: argparse.Namespace) -> int:
     )
     meta = compile_program(config)
     print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "examples", "learned", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))
+    print(f"saved {args.out}; use it with --program {args.out}")
+    return 0
+
+
+def compiled_ensemble(args: argparse.Namespace) -> int:
+    from text2sql_dspy.optimize.compile_ensemble import DEFAULT_ORDERS, EnsembleConfig, compile_ensemble
+    from text2sql_dspy.programs.errors import ConfigurationError
+
+    if args.program != "v2" or args.optimizer != "none":
+        raise ConfigurationError("--ensemble compiles V2 with --optimizer none: give --program v2 --optimizer none.")
+    orders = tuple(tuple(o.split(",")) for o in args.order) if args.order else DEFAULT_ORDERS
+    meta = compile_ensemble(EnsembleConfig(
+        data=args.data, out=args.out, conversations=args.conversations, databases=args.databases,
+        per_database=args.per_database or 3, conversations_per_database=args.conversations_per_database,
+        orders=orders, collected=tuple(args.collected), base_verifier=args.base_verifier, max_cost=args.max_cost,
+        seed=args.seed))
+    print(json.dumps({k: meta[k] for k in ("order", "budget", "stop", "pools", "fitted_on")}, indent=2))
     print(f"saved {args.out}; use it with --program {args.out}")
     return 0
 

@@ -5,9 +5,9 @@ Tests never touch the user's files: for the whole session ``TEXT2SQL_CACHE`` poi
 not rebuilt, and a copy of the built bundled databases), and every test gets its own empty example store in
 ``TEXT2SQL_EXAMPLES``. A test that sets either variable itself (``monkeypatch.setenv``) still wins.
 
-Programs in tests decide by their own scores, not by the verifier shipped in the package, so that a scripted path
-stays what its test says whatever the shipped verifier was fitted to; a test marked ``shipped_verifier``, or
-passing a ``verifier=``, uses one.
+Programs in tests decide by their own scores, not by the verifier shipped in the package, and draft as V2 without an
+ensemble does (the draft, then samples), so that a scripted path stays what its test says whatever the shipped files
+were fitted to; a test marked ``shipped_verifier``, or passing a ``verifier=`` or ``ensemble=``, uses one.
 
 Under ``CI=true`` a test needing PostgreSQL, MariaDB or Chromium fails, naming what is missing, when that
 service cannot start; elsewhere it is skipped, saying why (:func:`tests.services.unavailable`).
@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 import pytest
 
+from text2sql_dspy.programs.agents.ensemble import Ensemble
 from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.examples.store import STORE_ENV, default_store_path
 from text2sql_dspy.programs.llm.model_files import MODEL_FILENAME
@@ -38,9 +39,11 @@ CACHE_ENV = "TEXT2SQL_CACHE"
 
 @pytest.fixture(autouse=True)
 def no_shipped_verifier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Programs built without ``verifier=`` get none, unless the test is marked ``shipped_verifier``."""
+    """Programs built without ``verifier=`` get none, and without ``ensemble=`` the default one (the draft, then
+    samples), unless the test is marked ``shipped_verifier``."""
     if request.node.get_closest_marker("shipped_verifier") is None:
         monkeypatch.setattr("text2sql_dspy.programs.agents.base.load_verifier", lambda: None)
+        monkeypatch.setattr("text2sql_dspy.programs.agents.react.load_ensemble", Ensemble)
 # What the user's own cache folder and example store are, before the session points them elsewhere.
 USER_CACHE_DIR = default_cache_dir()
 USER_STORE_PATH = default_store_path()

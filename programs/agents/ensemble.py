@@ -6,8 +6,9 @@ drafts are written or the chosen reading is sure: its full-model probability rea
 until no further draft could change the majority result, adaptive consistency, as for samples of one prompt).
 
 An ensemble is fitted on training answers and shipped beside the verifier as ``ensemble.json``, naming the pools of
-solved pairs its ``pairs`` generator reads (:attr:`Ensemble.pools`, files in the package). Without that file, V2
-runs :data:`DEFAULT_ORDER`: the draft, a follow-up's stand-alone rewrite, then samples.
+solved pairs its ``pairs`` generator reads (:attr:`Ensemble.pools`: files beside it, in the package; a compiled
+ensemble's beside the compiled program). Without that file, V2 runs :data:`DEFAULT_ORDER`: the draft, a follow-up's
+stand-alone rewrite, then samples.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
 
 __all__ = ["DEFAULT_ORDER", "FIRST", "FOLLOW_UP", "MODEL_GENERATORS", "Ensemble", "load_ensemble"]
 
@@ -46,17 +51,39 @@ class Ensemble:
                 "pools": dict(sorted(self.pools.items())), "fitted_on": dict(self.fitted_on)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Ensemble:
+    def from_json(cls, data: Mapping[str, Any], root: Path | str | None = None) -> Ensemble:
+        """The ensemble ``data`` holds; its pools' paths, where relative, taken from ``root`` (the file's folder)."""
         stop = data.get("stop")
-        return cls(tuple(data["order"]), int(data["budget"]), None if stop is None else float(stop),
-                   dict(data.get("pools", {})), dict(data.get("fitted_on", {})))
+        pools = {kind: str(Path(root, path)) if root is not None else path
+                 for kind, path in dict(data.get("pools", {})).items()}
+        return cls(tuple(data["order"]), int(data["budget"]), None if stop is None else float(stop), pools,
+                   dict(data.get("fitted_on", {})))
+
+    @classmethod
+    def read(cls, path: Path | str) -> Ensemble:
+        """An ensemble file (a compile's), its pools found beside it."""
+        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")), Path(path).parent)
+
+    def pool(self, kind: str) -> CarriedPairs | None:
+        """The pool of solved pairs its ``pairs`` generator shows a question of ``kind`` (:data:`FIRST` or
+        :data:`FOLLOW_UP`), read once per process; None where it names none."""
+        path = self.pools.get(kind)
+        return None if path is None else _pool(path)
+
+
+@cache
+def _pool(path: str) -> CarriedPairs:
+    from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
+
+    return CarriedPairs.load(path)
 
 
 @cache
 def load_ensemble() -> Ensemble:
     """The ensemble shipped in the package (``ensemble.json`` beside this module); the default one without it."""
+    folder = resources.files(PACKAGE)
     try:
-        text = resources.files(PACKAGE).joinpath("ensemble.json").read_text(encoding="utf-8")
+        text = folder.joinpath("ensemble.json").read_text(encoding="utf-8")
     except (FileNotFoundError, OSError):
         return Ensemble()
-    return Ensemble.from_json(json.loads(text))
+    return Ensemble.from_json(json.loads(text), Path(str(folder)))

@@ -40,7 +40,7 @@ from text2sql_dspy.programs.agents.candidates import (
     returns_nothing,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
-from text2sql_dspy.programs.agents.ensemble import Ensemble, load_ensemble
+from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble, load_ensemble
 from text2sql_dspy.programs.agents.generators import Ask, generators_of
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
@@ -48,6 +48,7 @@ from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limi
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Metrics, Status
 from text2sql_dspy.programs.conversation import History
+from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
 from text2sql_dspy.programs.query.describe import describe_query
 from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
@@ -109,6 +110,11 @@ class ReActAgent(Text2SQLProgram):
         self.generators = generators_of(self.draft, self.edit, self.columns)
         self.judge = dspy.Predict(JudgeSQL) if judge else None
         self.repair = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
+
+    def carried_for(self, *, follow_up: bool) -> CarriedPairs | None:
+        """The pool of solved pairs given for the kind of question, else the ensemble's (:meth:`Ensemble.pool`)."""
+        given = super().carried_for(follow_up=follow_up)
+        return given if given is not None else self.ensemble.pool(FOLLOW_UP if follow_up else FIRST)
 
     def warmed(self) -> list[tuple[dspy.Predict, dict[str, str]]]:
         """The first question's draft and a follow-up's edit, whose instructions follow the schema in its prompt: read

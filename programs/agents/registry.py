@@ -47,6 +47,12 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
     if not issubclass(cls, ReActAgent):  # only the agents take a judge
         for key in ("judge_model_id", "judge_lm", "max_judge_calls"):
             options.pop(key, None)
+    if meta.get("ensemble"):  # a compiled ensemble: its order, pools and verifier, beside the file
+        from text2sql_dspy.programs.agents.ensemble import Ensemble
+        from text2sql_dspy.programs.agents.verifier import Verifier
+
+        options.setdefault("ensemble", Ensemble.read(path.parent / meta["ensemble"]))
+        options.setdefault("verifier", Verifier.read(path.parent / meta["verifier"]))
     if meta.get("examples") and options.get("examples") is None:
         options["examples"] = compiled_store(path, meta)
         if meta.get("k_examples") is not None:

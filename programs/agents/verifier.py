@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.agents.asked import ASKED, asked_features
@@ -201,6 +202,11 @@ class Verifier:
         if self.cut_offs:
             found["cut_offs"] = {k: _rounded([v])[0] for k, v in sorted(self.cut_offs.items())}
         return found
+
+    @classmethod
+    def read(cls, path: Path | str) -> Verifier:
+        """A verifier file (a compile's)."""
+        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verifier:
