@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 
@@ -63,11 +63,14 @@ def repairs(sql: str, findings: list[Finding], catalog: Catalog, dialect: str, *
     error is read in other dialects (:func:`dialect_readings`)."""
     kinds = {finding.kind for finding in findings}
     found: list[Repair] = []
-    if kinds & {Kind.UNKNOWN_COLUMN, Kind.AMBIGUOUS_COLUMN}:
-        wrong = {f.where.lower() for f in findings if f.kind in (Kind.UNKNOWN_COLUMN, Kind.AMBIGUOUS_COLUMN)}
-        found += _name_readings(sql, wrong, catalog, dialect, cap)
-    if kinds & {Kind.SYNTAX, Kind.DATABASE_ERROR}:
-        found += dialect_readings(sql, dialect)
+    try:  # a repair is advice: one that fails says nothing
+        if kinds & {Kind.UNKNOWN_COLUMN, Kind.AMBIGUOUS_COLUMN}:
+            wrong = {f.where.lower() for f in findings if f.kind in (Kind.UNKNOWN_COLUMN, Kind.AMBIGUOUS_COLUMN)}
+            found += _name_readings(sql, wrong, catalog, dialect, cap)
+        if kinds & {Kind.SYNTAX, Kind.DATABASE_ERROR}:
+            found += dialect_readings(sql, dialect)
+    except Exception:  # noqa: BLE001 (sqlglot's scopes and generators refuse some exotic shapes)
+        pass
     seen, distinct = {sql}, []
     for repair in found:
         if repair.sql not in seen:
@@ -85,10 +88,12 @@ Fix = tuple[int, str, str, Action]  # rank (0 likeliest), kind, the change in wo
 def _name_readings(sql: str, wrong: set[str], catalog: Catalog, dialect: str, cap: int) -> list[Repair]:
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
-        problems = list(_problems(tree, wrong, catalog, _words_of(catalog)))
+        words = _words_in(name for t in catalog.tables for name in (t.name, *t.column_names))
+        problems = list(_problems(tree, wrong, catalog, words))
         if not problems or not all(fixes for *_, fixes in problems):
             return []  # a name with no fix: no reading would validate
-        choices = sorted(itertools.product(*(fixes[:cap] for *_, fixes in problems)), key=lambda c: sum(f[0] for f in c))
+        choices = sorted(itertools.product(*(fixes[:cap] for *_, fixes in problems)),
+                         key=lambda choice: sum(fix[0] for fix in choice))  # the likeliest fixes first
         readings = []
         for choice in choices[:cap]:
             copy = tree.copy()
@@ -111,41 +116,69 @@ def _problems(tree: exp.Expr, wrong: set[str], catalog: Catalog, words: frozense
             continue
         aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
         named: dict[tuple[str, str], list[exp.Column]] = {}
-        for column in scope.columns:
+        for column in select.find_all(exp.Column):  # this level's own, ORDER BY a selected column's name included
             shown = f"{column.table}.{column.name}" if column.table else column.name
             if (shown.lower() in wrong and column.find_ancestor(exp.Select) is select
                     and (column.table or column.name.lower() not in aliases)):
                 named.setdefault((column.table, column.name), []).append(column)
+        read = [t.alias_or_name.lower() for t in _read(select)]
         for (qualifier, name), found in named.items():
-            fixes = _fixes(scope, qualifier, name, catalog, words)
+            # two sources under one name (``Reviewer AS r JOIN Rating AS r``): which one ``r.x`` means, no one knows
+            doubled = len(set(read)) < len(read)
+            fixes = [] if doubled else _fixes(scope, qualifier, name, catalog, words, _movable(found, select))
             if fixes is not None:
                 yield selects[id(select)], [columns[id(c)] for c in found], fixes
 
 
-def _fixes(scope: Scope, qualifier: str, name: str, catalog: Catalog, words: frozenset[str]) -> list[Fix] | None:
-    """The fixes of column ``name`` (on ``qualifier``) at ``scope``'s level, likeliest first; None where it is right."""
+def _fixes(scope: Scope, qualifier: str, name: str, catalog: Catalog, words: frozenset[str],
+           movable: set[str]) -> list[Fix] | None:
+    """The fixes of column ``name`` (on ``qualifier``) at ``scope``'s level, likeliest first, onto the tables
+    ``movable`` names (lower-case aliases) besides its own; None where it is right."""
     shown = f"{qualifier}.{name}" if qualifier else name
-    sources = [(alias, t) for alias, s in scope.sources.items() if isinstance(s, exp.Table) and (t := catalog.table(s.name))]
-    key = name.lower()
+    sources = [(a, t) for a, s in scope.sources.items() if isinstance(s, exp.Table) and (t := catalog.table(s.name))]
+    key, others = name.lower(), [(a, t) for a, t in sources if a.lower() in movable - {qualifier.lower()}]
     if qualifier:
         own = _source(scope, qualifier, catalog)
         if own is None or own[1].column(name) is not None:
             return [] if own is None else None
-        others = [(a, t) for a, t in sources if a.lower() != qualifier.lower()]
-        fixes = [(0, OTHER, f"`{shown}` → `{a}.{c.name}`", _renamed(a, c.name)) for a, t in others if (c := t.column(name))]
-        fixes += [(1, NEAR, f"`{shown}` → `{own[0]}.{c}`", _renamed(own[0], c)) for c in _near(key, own[1], words)]
-        fixes += [(2, NEAR, f"`{shown}` → `{a}.{c}`", _renamed(a, c)) for a, t in others for c in _near(key, t, words)]
-        return fixes + _counted(scope, shown, key, [own], catalog)
+        moves = [(0, OTHER, a, c.name) for a, t in others if (c := t.column(name))]  # the same name elsewhere
+        moves += [(1, NEAR, own[0], c) for c in _near(key, own[1], words)]
+        moves += [(2, NEAR, a, c) for a, t in others for c in _near(key, t, words)]
+        fixes = [(rank, kind, f"`{shown}` → `{a}.{c}`", _renamed(a, c)) for rank, kind, a, c in moves]
+        return fixes + _rows(scope, shown, key, [own], catalog)
     owners = [(a, t) for a, t in sources if t.column(name) is not None]
     if len(owners) > 1:
-        first = _keyed(scope, key, owners, catalog)
-        ordered = sorted(owners, key=lambda o: o[0] != first)
-        return [(int(a != first), AMBIGUOUS, f"`{name}` → `{a}.{name}`", _renamed(a, name)) for a, _ in ordered]
+        owners = [(a, t) for a, t in owners if a.lower() in movable]
+        keyed = _keyed(scope, key, owners, catalog)  # the join says whose it is, else each is a reading
+        return [(0, AMBIGUOUS, f"`{name}` → `{a}.{name}`", _renamed(a, name))
+                for a, _ in owners if keyed in (None, a)]
     if owners or len(sources) < len(scope.sources):
         return None if owners else []  # one owner: right; a derived table's columns: not judged here
-    fixes = [(1, NEAR, f"`{name}` → `{f'{a}.' if len(sources) > 1 else ''}{c}`", _renamed(a if len(sources) > 1 else "", c))
-             for a, t in sources for c in _near(key, t, words)]
-    return fixes + _counted(scope, shown, key, sources, catalog)
+    qualify = len(sources) > 1
+    fixes = [(1, NEAR, f"`{name}` → `{f'{a}.' if qualify else ''}{c}`", _renamed(a if qualify else "", c))
+             for a, t in others for c in _near(key, t, words)]
+    return fixes + _rows(scope, shown, key, sources, catalog)
+
+
+def _read(select: exp.Select) -> list[exp.Expr]:
+    """What ``select`` reads, in order: its FROM, then each join's table."""
+    first = select.args.get("from_") or select.args.get("from")
+    return ([first.this] if first is not None else []) + [j.this for j in select.args.get("joins") or []]
+
+
+def _movable(columns: list[exp.Column], select: exp.Select) -> set[str]:
+    """The aliases (lower-case) ``columns`` may move to: not the other side of their equality (``ON T1.x = T1.x``
+    joins nothing), and within a join's ON, a table read by then, and none where they are the joined table's."""
+    read = [t.alias_or_name.lower() for t in _read(select)]
+    movable = set(read)
+    for column in columns:
+        if isinstance(column.parent, exp.EQ):
+            movable -= {o.table.lower() for o in column.parent.iter_expressions() if isinstance(o, exp.Column)}
+        join = column.find_ancestor(exp.Join, exp.Select)
+        if isinstance(join, exp.Join) and join.parent is select:
+            at = 1 + next(i for i, j in enumerate(select.args["joins"]) if j is join)
+            movable &= set() if column.table.lower() == read[at] else set(read[: at + 1])
+    return movable
 
 
 def _source(scope: Scope | None, qualifier: str, catalog: Catalog) -> tuple[str, Table] | None:
@@ -180,8 +213,8 @@ def _words(name: str) -> list[str]:
             if (w := "".join(g))]
 
 
-def _words_of(catalog: Catalog) -> frozenset[str]:
-    return frozenset(w for t in catalog.tables for name in (t.name, *t.column_names) for w in _words(name))
+def _words_in(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(w for name in names for w in _words(name))
 
 
 def _renamed(alias: str, column: str) -> Action:
@@ -219,55 +252,77 @@ def _linked(table: Table, column: str, other: Table, other_column: str) -> bool:
                for fk, ref, rc in t1.foreign_keys)
 
 
-def _counted(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]], catalog: Catalog) -> list[Fix]:
-    """``name`` read as the rows of the table it names that refer to an ``anchors`` table by a declared key: counted,
-    joined along the key where an aggregate counts or sums it, else by a correlated ``COUNT(*)``."""
+def _rows(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]], catalog: Catalog) -> list[Fix]:
+    """``name`` read as the table it names (``T1.failed_login_attempts``: ``login_attempts``), joined to an ``anchors``
+    table by a declared key: its rows counted, or where one of its rows belongs to each anchor row (the key is its
+    primary key, or the anchor's reference), its one column besides its keys read."""
     named = [t for t in catalog.tables if t.name.lower() == name] or sorted(
         (t for t in catalog.tables if name.endswith("_" + t.name.lower()) or name.startswith(t.name.lower() + "_")),
         key=lambda t: -len(t.name))
     read = {s.name.lower() for s in scope.sources.values() if isinstance(s, exp.Table)}
-    if not named or named[0].name.lower() in read:
-        return []
-    rows = named[0]
-    extra = [w for w in _words(name) if w not in _words(rows.name)]
+    rows = named[0] if named else None
+    extra = [] if rows is None else [w for w in _words(name) if w not in _words(rows.name)]
+    if rows is None or rows.name.lower() in read or not _words_in(rows.column_names).isdisjoint(extra):
+        return []  # read already, or a column of it (``council_tax_id``): not its rows
+    keys = {c.lower() for c in rows.primary_key} | {fk.lower() for fk, _, _ in rows.foreign_keys}
+    rest = [c for c in rows.column_names if c.lower() not in keys]
     unsaid = f" ('{' '.join(extra)}' not applied)" if extra else ""
-    return [(3, TABLE, f"`{shown}` → the {rows.name} rows counted, joined on {rows.name}.{fk} = {alias}.{ref_col}"
-             + unsaid, _count(rows, fk, alias, ref_col))
-            for alias, anchor in anchors for fk, ref, ref_col in rows.foreign_keys if ref.lower() == anchor.name.lower()]
+    fixes = []
+    for alias, anchor in anchors:
+        links = [(col, fk, [c.lower() for c in rows.primary_key] == [fk.lower()]) for fk, ref, col in rows.foreign_keys
+                 if ref.lower() == anchor.name.lower()]  # (anchor's column, rows' column, one row per anchor row)
+        links += [(fk, col, True) for fk, ref, col in anchor.foreign_keys if ref.lower() == rows.name.lower()]
+        for mine, theirs, one in links:
+            if one and len(rest) != 1:
+                continue
+            said = f"`{rows.name}.{rest[0]}`" if one else f"the {rows.name} rows counted"
+            fixes.append((3, TABLE, f"`{shown}` → {said}, joined on {rows.name}.{theirs} = {alias}.{mine}{unsaid}",
+                          _joined(rows, theirs, alias, mine, rest[0] if one else None)))
+    return fixes
 
 
-def _count(rows: Table, fk: str, alias: str, ref_col: str) -> Action:
-    def count(select: exp.Select, columns: list[exp.Column]) -> None:
-        aggregates = []
-        for node in columns:
-            outer = node.parent.parent if isinstance(node.parent, exp.Distinct) else node.parent
-            if isinstance(outer, exp.Count | exp.Sum):
-                aggregates.append(outer)
-            else:
-                where = exp.EQ(this=exp.column(fk, rows.name), expression=exp.column(ref_col, alias))
-                node.replace(exp.select(exp.Count(this=exp.Star())).from_(rows.name).where(where).subquery())
-        if aggregates:
+def _joined(rows: Table, theirs: str, alias: str, mine: str, column: str | None) -> Action:
+    """Read ``column`` of ``rows`` joined on ``rows.theirs = alias.mine``, or with no ``column``, count its rows: joined
+    where an aggregate counts or sums the name, else by a correlated ``COUNT(*)`` (named as the name was)."""
+    def act(select: exp.Select, columns: list[exp.Column]) -> None:
+        def wrapper(node: exp.Column) -> exp.Expr:  # COUNT(x) or COUNT(DISTINCT x): the aggregate
+            return node.parent.parent if isinstance(node.parent, exp.Distinct) else node.parent
+
+        counted = [node for node in columns if column is None and isinstance(wrapper(node), exp.Count | exp.Sum)]
+        if column is not None or counted:
             taken = {t.alias_or_name.lower() for t in select.root().find_all(exp.Table)}
-            joined = next(n for i in itertools.count(1) if (n := rows.name if i == 1 else f"{rows.name}_{i}") not in taken)
-            on = exp.EQ(this=exp.column(fk, joined), expression=exp.column(ref_col, alias))
-            select.join(exp.to_table(rows.name).as_(joined), on=on, copy=False)
-            key = rows.primary_key
-            for aggregate in aggregates:
-                aggregate.replace(exp.Count(this=exp.column(key[0], joined) if len(key) == 1 else exp.Star()))
-    return count
+            styled = alias[:1].upper() == "T" and alias[1:].isdigit()  # T1, T2: the next free T<n>, else the name
+            joined = next(n for i in itertools.count(1) if (n := f"T{i}" if styled else rows.name if i == 1
+                                                           else f"{rows.name}_{i}").lower() not in taken)
+            table = exp.to_table(rows.name) if joined == rows.name else exp.to_table(rows.name).as_(joined)
+            on = exp.EQ(this=exp.column(theirs, joined), expression=exp.column(mine, alias))
+            select.join(table, on=on, copy=False)
+        key = rows.primary_key
+        for node in columns:
+            if column is not None:
+                node.replace(exp.column(column, joined))
+            elif any(node is c for c in counted):
+                wrapper(node).replace(exp.Count(this=exp.column(key[0], joined) if len(key) == 1 else exp.Star()))
+            else:
+                where = exp.EQ(this=exp.column(theirs, rows.name), expression=exp.column(mine, alias))
+                count = exp.select(exp.Count(this=exp.Star())).from_(rows.name).where(where).subquery()
+                node.replace(exp.alias_(count, node.name) if node.parent is select else count)
+    return act
 
 
 # --------------------------------------------------------------------------- dialect
 
-_LACKS = {"sqlite": (exp.Extract, exp.Hour, exp.Minute, exp.Second, exp.Concat)}  # SQLite has none (before 3.44:
-# concat); sqlglot writes them as they are
+_LACKS = {  # what an engine lacks, that sqlglot writes as it is (SQLite before 3.44: CONCAT) or as the engine has it
+    "sqlite": (exp.Extract, exp.Hour, exp.Minute, exp.Second, exp.Concat, exp.ILike),
+    "mysql": (exp.ILike,),
+}
 _STRFTIME = {"YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S", "DOW": "%w",
              "DAYOFWEEK": "%w", "DOY": "%j", "DAYOFYEAR": "%j", "EPOCH": "%s"}  # fields STRFTIME gives as EXTRACT does
-_UNITS = frozenset({*exp.TimeUnit.UNABBREVIATED_UNIT_NAME, *exp.TimeUnit.UNABBREVIATED_UNIT_NAME.values(), *_STRFTIME,
-                    *(u + "S" for u in exp.TimeUnit.UNABBREVIATED_UNIT_NAME.values()), "YY", "YYYY", "QQ", "MM", "DD",
-                    "DY", "WK", "WW", "DW", "HH", "MI", "N", "SS", "MCS", "ISODOW", "ISOWEEK", "WEEKDAY"})
+_UNIT_NAMES = exp.TimeUnit.UNABBREVIATED_UNIT_NAME
+_UNITS = frozenset({*_UNIT_NAMES, *_UNIT_NAMES.values(), *(u + "S" for u in _UNIT_NAMES.values()), *_STRFTIME,
+                    "YY", "YYYY", "QQ", "MM", "DD", "DY", "WK", "WW", "DW", "HH", "MI", "N", "SS", "MCS", "ISODOW",
+                    "ISOWEEK"})  # date parts' names, which dialects write their own ways (T-SQL's dd, 'day')
 _NAMED = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING, TokenType.NUMBER)
-_LEAVES = (exp.Identifier, exp.Literal, exp.Var, exp.DataType, exp.Null, exp.Boolean)
 
 
 def dialect_repair(sql: str, dialect: str) -> Repair | None:
@@ -276,27 +331,29 @@ def dialect_repair(sql: str, dialect: str) -> Repair | None:
 
 
 def dialect_readings(sql: str, dialect: str) -> list[Repair]:
-    """``sql`` as ``dialect`` and then each of :data:`SOURCES` read it, written for ``dialect`` by sqlglot
-    (``unsupported_level=RAISE``), each different text once. Where ``dialect`` parses it, only what it cannot run
-    changes: a function sqlglot does not know there or the engine lacks, one sqlglot writes otherwise there, one whose
-    arguments its parser drops. A reading sqlglot cannot write without an unsupported warning, or that loses a name
-    or literal of ``sql``, is refused."""
+    """``sql`` as ``dialect`` and then each of :data:`SOURCES` read it, written for ``dialect`` by sqlglot, each
+    different text once. Where ``dialect`` parses it, only what its engine cannot run changes: a function sqlglot does
+    not know there, or writes as another function there, or whose arguments its parser drops, and what the engine
+    lacks (:data:`_LACKS`). A reading sqlglot cannot write without an unsupported warning
+    (``unsupported_level=RAISE``), or that loses a name or literal of ``sql``, is refused."""
     target = _parsed(sql, dialect)
     readings: dict[str, Repair] = {}
     for source in dict.fromkeys((dialect, *SOURCES)):
         read = target if source == dialect else _parsed(sql, source)
         notes: list[str] = []
-        tree = None if read is None else read.copy() if target is None else _graft(target.copy(), read, source, dialect, notes)
+        tree = None if read is None else read.copy() if target is None else _graft(
+            target.copy(), read, sql, source, dialect, notes)
         try:
-            written = None if tree is None else _native(tree, dialect, notes).sql(dialect, unsupported_level=ErrorLevel.RAISE)
+            written = None if tree is None else _native(tree, sql, dialect, notes).sql(
+                dialect, unsupported_level=ErrorLevel.RAISE)
         except (SqlglotError, ValueError):
             continue
-        keywords = _keywords(source) | _keywords(dialect)
-        if written is None or written in readings or _same(written, sql, dialect) or not (
-                _named(sql, source, keywords) <= _named(written, dialect, keywords)):
+        if written is None or written in readings or _same(written, sql, dialect) or not _kept(
+                sql, read, source, written, dialect):
             continue
-        said = f"read as {_SHOWN.get(source, source)} and " if source != dialect else ""
-        readings[written] = Repair(written, tuple(dict.fromkeys(notes)) or (f"{said}written for {_SHOWN.get(dialect, dialect)}",), DIALECT)
+        read_as = f"read as {_SHOWN.get(source, source)} and " if source != dialect else ""
+        changes = tuple(dict.fromkeys(notes)) or (f"{read_as}written for {_SHOWN.get(dialect, dialect)}",)
+        readings[written] = Repair(written, changes, DIALECT)
     return list(readings.values())
 
 
@@ -307,24 +364,27 @@ def _parsed(sql: str, dialect: str) -> exp.Expr | None:
         return None
 
 
-def _graft(t: exp.Expr, r: exp.Expr, source: str, dialect: str, notes: list[str]) -> exp.Expr | None:
-    """``t`` (``dialect``'s reading) with each part ``dialect`` cannot run replaced by ``r``'s (``source``'s reading of
-    the same text); None where they differ elsewhere."""
-    said = f" read as {_SHOWN.get(source, source)} and" if source != dialect else ""
-    if isinstance(t, (exp.Anonymous, *_LACKS.get(dialect, ()))) or (isinstance(t, exp.Func | exp.Binary) and _otherwise(t, dialect)):
-        if t != r or _otherwise(t, dialect):
-            notes.append(f"{_label(t if isinstance(t, exp.Anonymous) else r, source)}{said} written for {_SHOWN.get(dialect, dialect)}")
+def _graft(t: exp.Expr, r: exp.Expr, sql: str, source: str, dialect: str, notes: list[str]) -> exp.Expr | None:
+    """``t`` (``dialect``'s reading of ``sql``) with each part its engine cannot run replaced by ``r``'s
+    (``source``'s reading) there; None where the two differ elsewhere."""
+    said = f"{' read as ' + _SHOWN.get(source, source) + ' and' if source != dialect else ''} written for " + (
+        _SHOWN.get(dialect, dialect))
+    otherwise = _otherwise(t, sql, dialect)
+    if otherwise or isinstance(t, (exp.Anonymous, *_LACKS.get(dialect, ()))):
+        if t != r or not isinstance(t, exp.Anonymous):  # an unknown function read the same: nothing said
+            _note(notes, _label(t, sql) + said)
         return r.copy()
-    if not _same_shape(t, r):  # a function whose arguments ``dialect``'s parser drops (MySQL's one-argument ISNULL)
+    if not _same_shape(t, r):  # a function whose arguments ``dialect``'s parser drops (MySQL's ISNULL(a, b))
         if isinstance(t, exp.Condition) and _leaves(t) < _leaves(r):
-            notes.append(f"{_label(r, source)}{said} written for {_SHOWN.get(dialect, dialect)}")
+            _note(notes, _label(r, sql) + said)
             return r.copy()
         return None
     for key, value in list(t.args.items()):
         if value is None:
             continue
         mine, theirs = (value, r.args.get(key) or []) if isinstance(value, list) else ([value], [r.args.get(key)])
-        grafted = [_graft(a, b, source, dialect, notes) if isinstance(a, exp.Expr) else a for a, b in zip(mine, theirs)]
+        grafted = [_graft(a, b, sql, source, dialect, notes) if isinstance(a, exp.Expr) else a
+                   for a, b in zip(mine, theirs)]
         if any(g is None for g in grafted):
             return None
         if any(g is not a for g, a in zip(grafted, mine)):
@@ -333,7 +393,7 @@ def _graft(t: exp.Expr, r: exp.Expr, source: str, dialect: str, notes: list[str]
 
 
 def _same_shape(t: exp.Expr, r: exp.Expr) -> bool:
-    """Same type, same plain arguments, the same children in the same places (not compared)."""
+    """Same type, the same plain arguments, children in the same places (not compared)."""
     given = lambda e: {k: v for k, v in e.args.items() if v is not None and v is not False and v != []}  # noqa: E731
     mine, theirs = given(t), given(r)
     if type(t) is not type(r) or mine.keys() != theirs.keys():
@@ -349,56 +409,83 @@ def _same_shape(t: exp.Expr, r: exp.Expr) -> bool:
     return True
 
 
-def _otherwise(node: exp.Expr, dialect: str) -> bool:
-    """Whether sqlglot writes ``node`` itself (its children stood in for) otherwise for ``dialect``, or cannot."""
-    stand_in = lambda v, i: v.copy() if isinstance(v, _LEAVES) else exp.column(f"_{i}")  # noqa: E731
+def _otherwise(node: exp.Expr, sql: str, dialect: str) -> bool:
+    """Whether sqlglot writes function ``node`` (its arguments stood in for) for ``dialect`` as another function than
+    the one ``sql`` names there (``IFNULL`` as ``COALESCE`` on PostgreSQL), or cannot write it."""
+    name = _written(node, sql)
+    if not isinstance(node, exp.Func) or not name:
+        return False
+    def stand_in(value: exp.Expr, i: int) -> exp.Expr:
+        return value.copy() if isinstance(value, exp.Identifier | exp.Literal | exp.Var | exp.DataType) else (
+            exp.column(f"_{i}"))
+
     args = {k: [stand_in(x, i) for x in v] if isinstance(v, list) else stand_in(v, i) if isinstance(v, exp.Expr) else v
             for i, (k, v) in enumerate(node.args.items())}
-    shallow = type(node)(**args)
     try:
-        return shallow.sql(dialect, unsupported_level=ErrorLevel.RAISE) != shallow.sql(unsupported_level=ErrorLevel.IGNORE)
+        out = type(node)(**args).sql(dialect, unsupported_level=ErrorLevel.RAISE).upper()
     except (SqlglotError, ValueError):
         return True
+    return out != name.upper() and not out.startswith(name.upper() + "(")
 
 
-def _native(tree: exp.Expr, dialect: str, notes: list[str]) -> exp.Expr:
-    """``tree`` with what ``dialect``'s engine lacks (:data:`_LACKS`) written with what it has, in place; raises
-    :class:`UnsupportedError` where that would change the result (EXTRACT of a field STRFTIME does not give)."""
+def _written(node: exp.Expr, sql: str) -> str:
+    """The name ``sql`` gives function ``node`` ("" where sqlglot kept no position)."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    return sql[start:end + 1] if isinstance(start, int) and isinstance(end, int) else ""
+
+
+def _native(tree: exp.Expr, sql: str, dialect: str, notes: list[str]) -> exp.Expr:
+    """``tree`` with what SQLite lacks (:data:`_LACKS`: EXTRACT, CONCAT) written with what it has, in place; raises
+    :class:`UnsupportedError` where that would change the result (a field STRFTIME does not give)."""
     if dialect != "sqlite":
         return tree
     for node in list(tree.find_all(exp.Extract, exp.Hour, exp.Minute, exp.Second)):
-        unit, value = (node.this.name.upper(), node.expression) if isinstance(node, exp.Extract) else (node.key.upper(), node.this)
+        unit = node.this.name.upper() if isinstance(node, exp.Extract) else node.key.upper()
         if unit not in _STRFTIME:
             raise UnsupportedError(f"no STRFTIME field for {unit}")
-        _note(notes, f"{_label(node, 'sqlite')} written for SQLite")
+        _note(notes, _label(node, sql) + " written for SQLite")
+        value = node.expression if isinstance(node, exp.Extract) else node.this
         field = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(_STRFTIME[unit]), value.copy()])
         node.replace(exp.Cast(this=field, to=exp.DataType.build("INTEGER")))
-    for node in list(tree.find_all(exp.Concat)):  # NULL as '' where the reading says so (PostgreSQL, SQLite 3.44)
+    for node in list(tree.find_all(exp.Concat)):  # NULL read as '' where the reading says so (PostgreSQL, SQLite 3.44)
         parts = [p.copy() if isinstance(p, exp.Literal) or not node.args.get("coalesce")
                  else exp.Coalesce(this=p.copy(), expressions=[exp.Literal.string("")]) for p in node.expressions]
-        _note(notes, "CONCAT(...) written for SQLite")
-        node.replace(reduce(lambda a, b: exp.DPipe(this=a, expression=b), parts))
+        if parts:
+            _note(notes, _label(node, sql) + " written for SQLite")
+            node.replace(reduce(lambda a, b: exp.DPipe(this=a, expression=b), parts))
     return tree
 
 
 def _note(notes: list[str], note: str) -> None:
-    """Add ``note`` unless a note already says what ``note``'s function became."""
-    if not any(said.startswith(note.partition(" ")[0]) for said in notes):
+    """Add ``note`` unless a note already says what became of its function."""
+    if not any(said.startswith(note.partition("(")[0]) for said in notes):
         notes.append(note)
 
 
-def _label(node: exp.Expr, dialect: str) -> str:
+def _label(node: exp.Expr, sql: str) -> str:
     if isinstance(node, exp.Extract):
         return f"EXTRACT({node.this.name.upper()} FROM ...)"
-    if isinstance(node, exp.Anonymous):
-        return f"{node.name.upper()}(...)"
-    if isinstance(node, exp.Func):
-        return f"{node.sql(dialect, unsupported_level=ErrorLevel.IGNORE).partition('(')[0][:30]}(...)"
-    return node.key.upper()
+    name = _written(node, sql) or (node.name if isinstance(node, exp.Anonymous) else "")
+    return f"{name.upper()}(...)" if name else node.key.upper()
 
 
 def _leaves(node: exp.Expr) -> Counter:
     return Counter(str(n.this).lower() for n in node.find_all(exp.Identifier, exp.Literal, exp.Var))
+
+
+def _kept(sql: str, read: exp.Expr, source: str, written: str, dialect: str) -> bool:
+    """Whether ``written`` keeps every name and literal of ``sql`` (read in ``source``), but the date formats given
+    as literals, which another dialect writes in its own way (``'%Y'``: ``'YYYY'``)."""
+    keywords = _keywords(source) | _keywords(dialect)
+    named = _named(sql, source, keywords)
+    for node in read.find_all(exp.Func):
+        if isinstance(form := node.args.get("format"), exp.Literal):
+            named.pop((TokenType.STRING, form.this.lower()), None)
+    return named <= _named(written, dialect, keywords)
+
+
+def _keywords(dialect: str) -> frozenset[str]:
+    return frozenset(Dialect.get_or_raise(dialect).tokenizer_class.KEYWORDS)
 
 
 def _tokens(sql: str, dialect: str) -> list:
@@ -406,10 +493,6 @@ def _tokens(sql: str, dialect: str) -> list:
         return Dialect.get_or_raise(dialect).tokenize(sql)
     except SqlglotError:
         return []
-
-
-def _keywords(dialect: str) -> frozenset[str]:
-    return frozenset(Dialect.get_or_raise(dialect).tokenizer_class.KEYWORDS)
 
 
 def _named(sql: str, dialect: str, keywords: frozenset[str]) -> Counter:

@@ -1,0 +1,280 @@
+"""Issue 81's mechanical repairs (:mod:`~text2sql_dspy.programs.query.repairs`), as tables of cases: a refused query
+in, its repaired readings out (or none); the bundled database's two cases validated and run; and
+``benchmarks/repair_firings.py`` on a two-record file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from text2sql_dspy import bundled_database
+from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
+from text2sql_dspy.programs.query.findings import Finding, Kind
+from text2sql_dspy.programs.query.repairs import (
+    AMBIGUOUS, DIALECT, NEAR, OTHER, TABLE, Repair, dialect_readings, dialect_repair, repairs,
+)
+from text2sql_dspy.programs.query.validator import SQLValidator
+from text2sql_dspy.programs.source import open_source
+from tests.scripts import script
+
+firings = script("benchmarks/repair_firings.py")
+
+
+def _table(name: str, *columns: str, keys: dict[str, str] | None = None) -> Table:
+    keys = keys or {}
+    return Table(name=name, columns=[Column(name=c, primary_key=i == 0 and c.endswith("id") and c not in keys,
+                                            references=keys.get(c)) for i, c in enumerate(columns)])
+
+
+CATALOG = Catalog(db_id="shop", tables=[
+    _table("customers", "customer_id", "name", "city"),
+    _table("orders", "order_id", "customer_id", "total", "address_line1", "address_line2", "max_speed",
+           keys={"customer_id": "customers.customer_id"}),
+    _table("shipments", "shipment_id", "order_id", "city", "shipped_at", keys={"order_id": "orders.order_id"}),
+    _table("race", "id", "year", "name"),
+    _table("driver", "id", "name", "years"),
+    _table("users", "id", "name", "email", "country_code", keys={"country_code": "country.code"}),
+    Table(name="country", columns=[Column(name="code", primary_key=True), Column(name="label")]),
+    _table("login_attempts", "id", "user_id", "success", "attempted_at", keys={"user_id": "users.id"}),
+    Table(name="savings", columns=[Column(name="custid", primary_key=True, references="users.id"),
+                                   Column(name="balance", type="REAL")]),
+])
+
+
+def _repairs(sql: str) -> list[Repair]:
+    """What :func:`repairs` makes of ``sql`` refused by the validator over :data:`CATALOG` (its names only)."""
+    check = SQLValidator(CATALOG).validate(sql)
+    assert not check.valid, check
+    return repairs(check.sql, check.findings, CATALOG, "sqlite")
+
+
+@pytest.mark.parametrize(("sql", "kind", "expected"), [
+    # near name: a digit suffix the table lacks; one edit
+    ("SELECT T1.order_id1 FROM orders AS T1", NEAR, ["SELECT T1.order_id FROM orders AS T1"]),
+    ("SELECT totl FROM orders", NEAR, ["SELECT total FROM orders"]),
+    ("SELECT T1.total FROM orders AS T1 ORDER BY T1.totall DESC", NEAR,
+     ["SELECT T1.total FROM orders AS T1 ORDER BY T1.total DESC"]),
+    # two equally close: each a reading, none chosen
+    ("SELECT T1.address_line FROM orders AS T1", NEAR,
+     ["SELECT T1.address_line1 FROM orders AS T1", "SELECT T1.address_line2 FROM orders AS T1"]),
+    # other table: the same name on another table of the FROM (two of them: two readings)
+    ("SELECT T1.city FROM orders AS T1 JOIN customers AS T2 ON T1.customer_id = T2.customer_id "
+     "JOIN shipments AS T3 ON T3.order_id = T1.order_id", OTHER,
+     ["SELECT T2.city FROM orders AS T1 JOIN customers AS T2 ON T1.customer_id = T2.customer_id "
+      "JOIN shipments AS T3 ON T3.order_id = T1.order_id",
+      "SELECT T3.city FROM orders AS T1 JOIN customers AS T2 ON T1.customer_id = T2.customer_id "
+      "JOIN shipments AS T3 ON T3.order_id = T1.order_id"]),
+    # table as column: counted, joined along the declared key; bare, a correlated count; one row per row: read
+    ("SELECT T1.name, COUNT(T1.failed_login_attempts) AS n FROM users AS T1 GROUP BY T1.id ORDER BY n DESC", TABLE,
+     ["SELECT T1.name, COUNT(T2.id) AS n FROM users AS T1 JOIN login_attempts AS T2 ON T2.user_id = T1.id "
+      "GROUP BY T1.id ORDER BY n DESC"]),
+    ("SELECT name, login_attempts FROM users", TABLE,
+     ["SELECT name, (SELECT COUNT(*) FROM login_attempts WHERE login_attempts.user_id = users.id) AS login_attempts "
+      "FROM users"]),
+    ("SELECT name, savings FROM users ORDER BY savings DESC LIMIT 3", TABLE,
+     ["SELECT name, savings.balance FROM users JOIN savings ON savings.custid = users.id "
+      "ORDER BY savings.balance DESC LIMIT 3"]),
+    ("SELECT T1.name, T1.country FROM users AS T1", TABLE,  # a lookup the row refers to: its one column
+     ["SELECT T1.name, T2.label FROM users AS T1 JOIN country AS T2 ON T2.code = T1.country_code"]),
+    # ambiguous: the table a declared key gives it in the join; else each table, as its own reading
+    ("SELECT T1.total FROM orders AS T1 JOIN shipments AS T2 ON T2.order_id = order_id", AMBIGUOUS,
+     ["SELECT T1.total FROM orders AS T1 JOIN shipments AS T2 ON T2.order_id = T1.order_id"]),
+    ("SELECT city FROM customers AS T1 JOIN orders AS T2 ON T1.customer_id = T2.customer_id "
+     "JOIN shipments AS T3 ON T3.order_id = T2.order_id", AMBIGUOUS,
+     ["SELECT T1.city FROM customers AS T1 JOIN orders AS T2 ON T1.customer_id = T2.customer_id "
+      "JOIN shipments AS T3 ON T3.order_id = T2.order_id",
+      "SELECT T3.city FROM customers AS T1 JOIN orders AS T2 ON T1.customer_id = T2.customer_id "
+      "JOIN shipments AS T3 ON T3.order_id = T2.order_id"]),
+])
+def test_names_are_repaired(sql: str, kind: str, expected: list[str]) -> None:
+    found = _repairs(sql)
+    assert [r.sql for r in found] == expected
+    assert {r.kind for r in found} == {kind}
+    assert all(r.changes for r in found)
+    assert all(SQLValidator(CATALOG).validate(r.sql).valid for r in found)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT T1.address_line3 FROM orders AS T1",  # line3 -> line1 changes a number
+    "SELECT T1.years FROM race AS T1",  # years -> year: 'years' is a word of the schema (driver.years)
+    "SELECT T1.min_speed FROM orders AS T1",  # max_speed is two edits away, and another word
+    "SELECT T1.login_attempts_id FROM users AS T1",  # a column of login_attempts (its id), not its rows
+    "SELECT T1.name FROM customers AS T1 JOIN shipments AS T2 ON T1.customer_id = T2.customer_id",
+    # T2.customer_id -> T1.customer_id would join a table with itself: ON T1.customer_id = T1.customer_id
+    "SELECT T1.name, T1.nothing_like_it FROM users AS T1",  # no fix for one name: no reading
+])
+def test_names_that_are_not_repaired(sql: str) -> None:
+    assert _repairs(sql) == []
+
+
+def test_the_cap_and_the_kinds_decide() -> None:
+    assert len(repairs("SELECT T1.address_line FROM orders AS T1", [
+        Finding(kind=Kind.UNKNOWN_COLUMN, message="x", where="T1.address_line")], CATALOG, "sqlite", cap=1)) == 1
+    # a finding of another kind (a warning, an unknown table) is no reason to touch a name
+    assert repairs("SELECT totl FROM orders", [Finding(kind=Kind.UNKNOWN_TABLE, message="x", where="orders")],
+                   CATALOG, "sqlite") == []
+
+
+# --------------------------------------------------------------------------- dialect
+
+DIALECT_CASES = [
+    ("sqlite", "SELECT EXTRACT(HOUR FROM ts) FROM t", "SELECT CAST(STRFTIME('%H', ts) AS INTEGER) FROM t"),
+    ("sqlite", "SELECT DATE_PART('hour', ts) FROM t", "SELECT CAST(STRFTIME('%H', ts) AS INTEGER) FROM t"),
+    ("sqlite", "SELECT name FROM t WHERE name ILIKE '%AB%'", "SELECT name FROM t WHERE LOWER(name) LIKE LOWER('%AB%')"),
+    ("sqlite", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC LIMIT 2"),
+    ("sqlite", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),
+    ("sqlite", "SELECT DATEDIFF(day, a, b) FROM t", "SELECT CAST((JULIANDAY(b) - JULIANDAY(a)) AS INTEGER) FROM t"),
+    ("sqlite", "SELECT CONCAT(name, ' ', a) FROM t", "SELECT COALESCE(name, '') || ' ' || COALESCE(a, '') FROM t"),
+    ("postgres", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC NULLS LAST LIMIT 2"),
+    ("postgres", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),
+    ("postgres", "SELECT IFNULL(x, 0) FROM t", "SELECT COALESCE(x, 0) FROM t"),
+    ("postgres", "SELECT STRFTIME('%Y', ts) FROM t", "SELECT TO_CHAR(CAST(ts AS TIMESTAMP), 'YYYY') FROM t"),
+    ("postgres", "SELECT DATEDIFF(day, a, b) FROM t",
+     "SELECT CAST(EXTRACT(epoch FROM CAST(CAST(b AS TIMESTAMP) AS TIMESTAMP) - CAST(CAST(a AS TIMESTAMP) AS TIMESTAMP))"
+     " / 86400 AS BIGINT) FROM t"),
+    ("mysql", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC LIMIT 2"),
+    ("mysql", "SELECT name FROM t WHERE name ILIKE '%AB%'", "SELECT name FROM t WHERE LOWER(name) LIKE LOWER('%AB%')"),
+    ("mysql", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),  # MySQL's parser drops 'none'
+    ("mysql", "SELECT DATE_PART('hour', ts) FROM t", "SELECT EXTRACT(HOUR FROM ts) FROM t"),
+    ("mysql", "SELECT DATEDIFF(day, a, b) FROM t", "SELECT DATEDIFF(CAST(b AS DATETIME), CAST(a AS DATETIME)) FROM t"),
+    ("duckdb", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC LIMIT 2"),
+    ("duckdb", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),
+    ("duckdb", "SELECT DATEDIFF(day, a, b) FROM t", "SELECT DATE_DIFF('DAY', a, b) FROM t"),
+    ("duckdb", "SELECT CAST(GETDATE() AS DATE)", "SELECT CAST(CURRENT_TIMESTAMP AS DATE)"),
+]
+
+
+@pytest.mark.parametrize(("dialect", "sql", "expected"), DIALECT_CASES)
+def test_a_query_is_written_for_its_dialect(dialect: str, sql: str, expected: str) -> None:
+    repair = dialect_repair(sql, dialect)
+    assert repair is not None and repair.sql == expected
+    assert repair.kind == DIALECT and repair.changes
+
+
+@pytest.mark.parametrize(("dialect", "sql"), [
+    ("sqlite", "SELECT a || b FROM t WHERE x = 1"),  # nothing SQLite lacks: MySQL's reading (OR) is not taken
+    ("sqlite", "SELECT DATEDIFF(week, a, b) FROM t"),  # every reading writes with sqlglot's unsupported warning
+    ("sqlite", "SELECT EXTRACT(WEEK FROM ts) FROM t"),  # no STRFTIME field is EXTRACT's WEEK
+    ("sqlite", "SELECT name FROM t"),
+])
+def test_a_transpile_that_would_change_the_meaning_is_refused(dialect: str, sql: str) -> None:
+    assert dialect_readings(sql, dialect) == []
+
+
+def test_a_function_two_dialects_read_apart_gives_two_readings() -> None:
+    """CONCAT ignores NULLs in PostgreSQL and SQLite 3.44 and gives NULL in MySQL: both, SQLite's own first."""
+    assert [r.sql for r in dialect_readings("SELECT CONCAT(name, ' ', a) FROM t", "sqlite")] == [
+        "SELECT COALESCE(name, '') || ' ' || COALESCE(a, '') FROM t", "SELECT name || ' ' || a FROM t"]
+
+
+ROWS = [("2024-03-01 13:04:05", "Abby", "2024-03-01", "2024-03-04", 3), ("2024-03-02 07:00:00", None, None, None, 1)]
+
+
+@pytest.mark.parametrize(("dialect", "sql", "expected"),
+                         [case for case in DIALECT_CASES if case[0] in ("sqlite", "duckdb")])
+def test_the_written_query_runs_on_its_engine(dialect: str, sql: str, expected: str) -> None:
+    if dialect == "sqlite":
+        connection = sqlite3.connect(":memory:")
+        connection.execute("CREATE TABLE t (ts TEXT, name TEXT, a TEXT, b TEXT, x INTEGER)")
+        connection.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", ROWS)
+        if "CONCAT" not in sql or sqlite3.sqlite_version_info < (3, 44):  # SQLite 3.44 has CONCAT
+            with pytest.raises(sqlite3.Error):
+                connection.execute(sql).fetchall()  # as drafted, the engine refuses it
+        rows = connection.execute(expected).fetchall()
+    else:
+        connection = duckdb.connect()
+        connection.execute("CREATE TABLE t (ts TIMESTAMP, name TEXT, a DATE, b DATE, x INTEGER)")
+        connection.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", ROWS)
+        with pytest.raises(duckdb.Error):
+            connection.execute(sql).fetchall()
+        rows = connection.execute(expected).fetchall()
+    assert rows
+    if "EXTRACT" in sql or "DATE_PART" in sql:
+        assert sorted(rows) == [(7,), (13,)]
+
+
+# --------------------------------------------------------------------------- the bundled database
+
+HOUR_GOLD = ("SELECT strftime('%H', attempted_at) AS hour, COUNT(*) AS failed FROM login_attempts WHERE success = 0 "
+             "GROUP BY hour ORDER BY failed DESC, hour LIMIT 1")
+
+
+@pytest.fixture(scope="module")
+def saas():
+    return open_source(bundled_database())
+
+
+def test_the_failed_logins_hour_is_read_with_strftime_on_sqlite(saas) -> None:
+    """"What hour of the day (UTC) sees the most failed login attempts...": drafts wrote EXTRACT(HOUR FROM ...)."""
+    draft = ("SELECT EXTRACT(HOUR FROM attempted_at) AS hour, COUNT(*) AS failed FROM login_attempts WHERE success = 0 "
+             "GROUP BY hour ORDER BY failed DESC, hour LIMIT 1")
+    check = saas.validator.validate(draft)
+    assert [f.kind for f in check.findings if f.is_error] == [Kind.DATABASE_ERROR]  # near "FROM": syntax error
+    (repair,) = repairs(check.sql, check.findings, saas.catalog, saas.dialect)
+    assert repair.kind == DIALECT and "STRFTIME('%H', attempted_at)" in repair.sql
+    assert saas.validator.validate(repair.sql).valid
+    ran, gold = saas.database.execute(repair.sql), saas.database.execute(HOUR_GOLD)
+    assert ran.ok and ran.rows[0][0] == int(gold.rows[0][0]) and ran.rows[0][1] == gold.rows[0][1]
+
+
+@pytest.mark.parametrize("draft", [
+    "SELECT T1.full_name, T1.email, COUNT(T1.failed_login_attempts) AS failed FROM users AS T1 LEFT JOIN blocks AS T2 "
+    "ON T1.id = T2.user_id WHERE T2.user_id IS NULL GROUP BY T1.id ORDER BY failed DESC LIMIT 10",
+    "SELECT T1.full_name, T1.email, T1.failed_login_attempts FROM users AS T1 WHERE NOT EXISTS (SELECT 1 FROM blocks "
+    "AS T2 WHERE T2.user_id = T1.id) ORDER BY T1.failed_login_attempts DESC LIMIT 10",
+])
+def test_failed_login_attempts_on_users_counts_the_login_attempts_rows(saas, draft: str) -> None:
+    """"Find the top 10 users by failed login attempts...": drafts counted T1.failed_login_attempts, which users lacks;
+    login_attempts refers to users by its user_id."""
+    check = saas.validator.validate(draft)
+    assert [f.kind for f in check.findings if f.is_error] == [Kind.UNKNOWN_COLUMN]
+    (repair,) = repairs(check.sql, check.findings, saas.catalog, saas.dialect)
+    assert repair.kind == TABLE and "'failed' not applied" in repair.changes[0]
+    assert "login_attempts" in repair.sql and ".user_id = T1.id" in repair.sql
+    assert saas.validator.validate(repair.sql).valid
+    ran = saas.database.execute(repair.sql)
+    counts = dict(saas.database.execute("SELECT user_id, COUNT(*) FROM login_attempts GROUP BY user_id").rows)
+    emails = dict(saas.database.execute("SELECT email, id FROM users").rows)
+    assert ran.ok and len(ran.rows) == 10 and all(row[2] == counts[emails[row[1]]] for row in ran.rows)
+
+
+# --------------------------------------------------------------------------- benchmarks/repair_firings.py
+
+def test_repair_firings_counts_what_fires_validates_and_is_right(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "database" / "shop"
+    folder.mkdir(parents=True)
+    connection = sqlite3.connect(folder / "shop.sqlite")
+    connection.executescript("CREATE TABLE orders (order_id INTEGER PRIMARY KEY, total REAL);"
+                             "INSERT INTO orders VALUES (1, 9.5), (2, 20.0), (3, 4.25);")
+    connection.commit()
+    connection.close()
+    reading = lambda sql: {"sql": sql, "valid": False, "findings": []}  # noqa: E731
+    records = [
+        {"db_id": "shop", "index": 0, "question": "What are the orders' totals?", "gold": "SELECT total FROM orders",
+         "scoring": "spider", "answer": {"sql": "", "readings": [reading("SELECT totl FROM orders")]},
+         "readings_correct": [False]},
+        {"db_id": "shop", "index": 1, "question": "What is the largest total?",
+         "gold": "SELECT total FROM orders ORDER BY total DESC LIMIT 1", "scoring": "spider",
+         "answer": {"sql": "", "readings": [reading("SELECT TOP 1 total FROM orders ORDER BY total DESC")]},
+         "readings_correct": [False]},
+    ]
+    file = tmp_path / "collected.jsonl.gz"
+    with gzip.open(file, "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(record) + "\n" for record in records)
+    assert firings.main([str(file), "--data-root", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("2 questions; 2 readings refused")
+    table = {line[:16].strip(): line[16:].split() for line in lines[3:9]}
+    assert table[DIALECT] == ["1", "1", "1", "1"] and table[NEAR] == ["1", "1", "1", "1"]
+    assert table[OTHER] == table[TABLE] == table[AMBIGUOUS] == ["0", "0", "0", "0"]
+    assert lines[-1] == "answers whose every reading is refused: 2; a repair fired on 2, made 2 answerable and 2 right"
+
+
+def test_repair_firings_refuses_a_held_out_set(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="held-out"):
+        firings.main([str(tmp_path / "spider-public" / "x.jsonl.gz"), "--data-root", str(tmp_path)])
