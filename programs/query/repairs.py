@@ -254,8 +254,9 @@ def _linked(table: Table, column: str, other: Table, other_column: str) -> bool:
 
 def _rows(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]], catalog: Catalog) -> list[Fix]:
     """``name`` read as the table it names (``T1.failed_login_attempts``: ``login_attempts``), joined to an ``anchors``
-    table by a declared key: its rows counted, or where one of its rows belongs to each anchor row (the key is its
-    primary key, or the anchor's reference), its one column besides its keys read."""
+    table by a declared key: its column of that name read (``degrees`` of ``degrees``), else its rows counted, or
+    where one of its rows belongs to each anchor row (the key is its primary key, or the anchor's reference), its one
+    column besides its keys read."""
     named = [t for t in catalog.tables if t.name.lower() == name] or sorted(
         (t for t in catalog.tables if name.endswith("_" + t.name.lower()) or name.startswith(t.name.lower() + "_")),
         key=lambda t: -len(t.name))
@@ -266,6 +267,7 @@ def _rows(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]],
         return []  # read already, or a column of it (``council_tax_id``): not its rows
     keys = {c.lower() for c in rows.primary_key} | {fk.lower() for fk, _, _ in rows.foreign_keys}
     rest = [c for c in rows.column_names if c.lower() not in keys]
+    same = rows.column(name)
     unsaid = f" ('{' '.join(extra)}' not applied)" if extra else ""
     fixes = []
     for alias, anchor in anchors:
@@ -273,11 +275,12 @@ def _rows(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]],
                  if ref.lower() == anchor.name.lower()]  # (anchor's column, rows' column, one row per anchor row)
         links += [(fk, col, True) for fk, ref, col in anchor.foreign_keys if ref.lower() == rows.name.lower()]
         for mine, theirs, one in links:
-            if one and len(rest) != 1:
+            column = same.name if same else rest[0] if one and len(rest) == 1 else None
+            if one and column is None:
                 continue
-            said = f"`{rows.name}.{rest[0]}`" if one else f"the {rows.name} rows counted"
+            said = f"`{rows.name}.{column}`" if column else f"the {rows.name} rows counted"
             fixes.append((3, TABLE, f"`{shown}` → {said}, joined on {rows.name}.{theirs} = {alias}.{mine}{unsaid}",
-                          _joined(rows, theirs, alias, mine, rest[0] if one else None)))
+                          _joined(rows, theirs, alias, mine, column)))
     return fixes
 
 
