@@ -37,9 +37,6 @@ from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 from text2sql_dspy.programs.query.results import Scoring
 
-HUB_SPIDER = "xlangai/spider"
-
-
 DATABASES_FILE = "databases.json"
 
 
@@ -191,22 +188,6 @@ def _turns(folder: Path, interactions: list[dict], split: str, limit: int | None
             if limit is not None and len(examples) >= limit:
                 return examples
     return examples
-
-
-def load_spider_from_hub(split: str = "validation", *, limit: int | None = None) -> list[dspy.Example]:
-    """Spider from the Hugging Face hub (online users only; needs the databases downloaded separately).
-
-    Examples carry ``db_id`` but no ``db_path``: pass ``--data`` pointing at a local Spider folder to run them.
-    """
-    from datasets import load_dataset
-
-    records = load_dataset(HUB_SPIDER, split=split)
-    if limit is not None:
-        records = records.select(range(min(limit, len(records))))
-    return [
-        dspy.Example(question=r["question"], db_id=r["db_id"], gold_sql=r["query"]).with_inputs("question")
-        for r in records
-    ]
 
 
 def gold_sql(record: dict) -> str:

@@ -52,14 +52,6 @@ class LLMJudgeOutput(BaseModel):
     def _as_text(cls, value: Any) -> str:
         return "" if value is None else str(value)
 
-    @classmethod
-    def from_prediction(cls, prediction: dspy.Prediction) -> LLMJudgeOutput:
-        """The verdict in a :class:`JudgeSQL` prediction; unusable fields fall back to their defaults."""
-        fields = {k: prediction.get(k) for k in cls.model_fields if prediction.get(k) is not None}
-        if not isinstance(fields.get("is_correct"), bool):
-            fields.pop("is_correct", None)
-        return cls.model_validate(fields)
-
 
 class JudgeSQL(dspy.Signature):
     __doc__ = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -97,10 +97,6 @@ def import_entries(store: Store, source: DataSource, entries: Iterable[Entry], *
 
 def progress_bar(total: int, desc: str, enabled: bool = True) -> tqdm:
     return tqdm(total=total, desc=desc, unit="pair", disable=not enabled or total == 0)
-
-
-def pair_entries(rows: Iterable[tuple[str, str]], origin: str) -> Iterator[Entry]:
-    return (Entry("pair", question, sql, origin) for question, sql in rows)
 
 
 def read_entries(path: Path, origin: str) -> list[Entry]:

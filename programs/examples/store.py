@@ -30,7 +30,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -43,7 +43,7 @@ from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.checks import verify_note, verify_pair
 from text2sql_dspy.programs.examples.identity import database_key, normalise_question
 from text2sql_dspy.programs.examples.imports import (
-    ImportReport, import_entries, import_split_into, pair_entries, progress_bar, read_entries,
+    ImportReport, import_entries, import_split_into, read_entries,
 )
 
 __all__ = ["ExampleError", "ExampleStore", "ImportReport", "Saved", "StoredExample", "database_key", "default_store_path"]
@@ -132,14 +132,6 @@ class ExampleStore:
     def save_note(self, source: DataSource, text: str, *, origin: str = "user") -> Saved:
         """:meth:`add_note`, saying whether the note was added or already there."""
         return self._save(source, "note", verify_note(text), "", origin, "a note", "")
-
-    def import_pairs(
-        self, source: DataSource, rows: Iterable[tuple[str, str]], *, origin: str, progress: bool = False
-    ) -> ImportReport:
-        """Store each (question, sql) that passes the checks; the report lists the refused ones with reasons."""
-        rows = list(rows)
-        with progress_bar(len(rows), "checking pairs", progress) as bar:
-            return import_entries(self, source, pair_entries(rows, origin), bar=bar)
 
     def import_file(self, source: DataSource, path: Path | str, *, origin: str = "import") -> ImportReport:
         """Import a JSON list of {"question", "sql" or "query"} (an :meth:`export` too) or a CSV with question,sql columns.

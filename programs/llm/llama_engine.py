@@ -329,9 +329,6 @@ class AsyncLlamaCppEngine:
         for event in response_to_events(await self.complete(request)):
             yield event
 
-    async def aclose(self) -> None:
-        """No-op, like :meth:`LlamaCppEngine.close`."""
-
     def dump_state(self) -> dict[str, Any]:
         return self.sync.dump_state()
 

@@ -57,7 +57,6 @@ class Job:
     events: list[dict[str, Any]] = field(default_factory=list)
     result: Any = None
     error: str | None = None
-    seq: int = 0
     started: float | None = None
     future: futures.Future[Job] = field(default_factory=futures.Future, repr=False)
     _listeners: list[Callable[[], None]] = field(default_factory=list, repr=False)
@@ -140,14 +139,13 @@ class AnswerQueue:
         self._waiting = 0
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()  # _waiting and _jobs
-        self._seq = itertools.count(1)
         self._served = itertools.count(1)
         self._mean_s = FIRST_GUESS_S
         self.running: Job | None = None
 
     def submit(self, payload: Any) -> Job:
         """Queue a job, or raise :class:`QueueFull` with a Retry-After estimate."""
-        job = Job(secrets.token_urlsafe(9), payload, time.monotonic() + self.timeout_s, self.timeout_s, seq=next(self._seq))
+        job = Job(secrets.token_urlsafe(9), payload, time.monotonic() + self.timeout_s, self.timeout_s)
         with self._lock:
             if self._waiting >= self.max_waiting:
                 raise QueueFull(self.retry_after_s(), self._waiting)
