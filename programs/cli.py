@@ -91,6 +91,9 @@ def ask(args: argparse.Namespace) -> int:
     if args.json:
         return save_if_asked(args, program.source(db_path), question, answer.sql, turns, program.lm)
     print(answer.sql or f"-- no query ({answer.status}): {answer.reason}")
+    closest = answer.chosen if not answer.sql else None
+    if closest is not None:  # nothing passed the validator: the reading closest to passing, unrun, to correct
+        print(f"-- the closest reading, which did not pass the validator (not run):\n{closest.sql}")
     line = f"\n{answer.confidence_line}"
     if answer.judge_score is not None:
         line += f" | judge score {answer.judge_score:.2f}"

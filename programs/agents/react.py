@@ -489,6 +489,13 @@ def _metrics(record: Record) -> Metrics:
                    by_generator=record.by_generator)
 
 
+def _closest(record: Record) -> str:
+    """Of the queries that failed validation, the one with the fewest errors (the latest among equals): where nothing
+    passed, the answer keeps it, unrun, for a person to correct; "" where the validator saw none."""
+    failed = [(len(check.errors), n, sql) for n, (sql, check) in enumerate(record.checks.items()) if sql]
+    return min(failed, key=lambda f: (f[0], -f[1]))[2] if failed else ""
+
+
 def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifier | None = None) -> Answer:
     """No query submitted: the best validated one so far (with a judge: the best judged), with confidence at most
     :data:`BEST_EFFORT_CAP` (with a ``verifier``: its probability so capped, worded as an answer with a warning);
@@ -499,12 +506,14 @@ def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifi
     metrics = _metrics(record)
     if not valid:
         last = list(record.checks.values())[-1] if record.checks else None
-        findings = "; ".join(last.errors) if last is not None and last.errors else ""
         refused = last is not None and last.dangerous
+        closest = "" if refused else _closest(record)
+        check = record.checks[closest] if closest else last
+        findings = "; ".join(check.errors) if check is not None and check.errors else ""
         reason = (f"{'refused, the draft is not a read-only query: ' if refused else ''}no query passed the validator"
                   + (f" ({findings})" if findings else "") + f"; {reason}")
         return Answer(question=record.question, status=Status.REFUSED if refused else Status.FAILED, reason=reason,
-                      drafts=drafts, tables=record.tables, readings=record.readings("", []), steps=record.steps,
+                      drafts=drafts, tables=record.tables, readings=record.readings(closest, []), steps=record.steps,
                       metrics=metrics, verdict=verifier.words(0.0) if verifier is not None else "",
                       basis=ESTIMATED if verifier is not None else "")
     judged = [(sql, v) for sql, v in record.verdicts if sql in valid]
