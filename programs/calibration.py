@@ -25,13 +25,19 @@ from typing import Any
 from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.cache import default_cache_dir
 
-__all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "expected_calibration_error", "fit", "load_calibration", "save_calibration", "signals"]
+__all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "expected_calibration_error", "fit", "load_calibration", "logistic", "save_calibration", "signals"]
 
 SIGNALS = ("judge probability", "reported confidence", "draft agreement", "drafts", "valid", "fallback", "LM calls")
 SURE_PRECISION = 0.9  # answers marked sure: right at least this often on the fitting answers
 MIN_ANSWERS = 20  # fewer fitting answers, or only right or only wrong ones: no calibration
 MIN_SURE = 10  # a cut-off must keep at least this many fitting answers
 FORMAT = 1
+
+
+def logistic(z: float) -> float:
+    """The logistic function of a fitted model's sum ``z``: a probability. ``z`` is held within +-50, where the
+    probability is 0 or 1 to double precision, so that ``exp`` never overflows."""
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
 def signals(answer: Answer) -> list[float]:
@@ -64,8 +70,7 @@ class Calibration:
     def probability(self, answer: Answer) -> float:
         if not answer.sql:
             return 0.0  # no query is never a right answer
-        z = self.intercept + sum(w * x for w, x in zip(self.coefficients, signals(answer), strict=True))
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+        return logistic(self.intercept + sum(w * x for w, x in zip(self.coefficients, signals(answer), strict=True)))
 
     def is_sure(self, probability: float) -> bool:
         return self.sure_at is not None and probability >= self.sure_at
