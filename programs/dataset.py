@@ -117,7 +117,7 @@ def load_split(
     data_dir: Path | str = BUNDLED_DATA, split: str = "test", *, limit: int | None = None,
     databases: Path | str | None = None,
 ) -> list[dspy.Example]:
-    """Read ``<data_dir>/<split>.json`` with HF ``datasets``; the first ``limit`` records if given.
+    """Read ``<data_dir>/<split>.json`` (a JSON list of records, or JSON Lines); the first ``limit`` records if given.
 
     SParC's format (``database_id``, ``interaction: [{utterance, query}]``) gives one example per turn, with its
     ``interaction`` and ``turn`` numbers. ``databases``: the folder that holds the SQLite files when ``data_dir``
@@ -131,16 +131,21 @@ def load_split(
             f"no split {split!r} in {folder} (expected {file}). Available splits: {', '.join(available) or 'none'}."
         )
     where = Path(databases) if databases is not None else folder
-    with file.open(encoding="utf-8") as fh:
-        head = fh.read(4096)
-    if '"interaction"' in head:
-        return _turns(where, json.loads(file.read_text(encoding="utf-8")), split, limit)
-    from datasets import load_dataset  # heavy import, kept off the CLI's start-up path
+    text = file.read_text(encoding="utf-8")
+    if '"interaction"' in text[:4096]:
+        return _turns(where, json.loads(text), split, limit)
+    records = _records(file, text)
+    return [_to_example(where, r, split) for r in records[:limit]]
 
-    records = load_dataset("json", data_files=str(file), split="train")
-    if limit is not None:
-        records = records.select(range(min(limit, len(records))))
-    return [_to_example(where, r, split) for r in records]
+
+def _records(file: Path, text: str) -> list[dict]:
+    """The records of a split file: a JSON list, or one JSON object a line (JSON Lines)."""
+    try:
+        if text.lstrip().startswith("["):
+            return json.loads(text)
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{file} is not a JSON list of records, nor JSON Lines: {exc}.") from None
 
 
 def per_database(examples: list, n: int, *, shuffled: bool = False) -> list[int]:
