@@ -2,7 +2,7 @@
 and side-by-side runners (shell, run here against a stand-in ``text2sql``), the held-out split of what a change can
 touch, a lint's firings on training answers, both scoring rules, issue 54's counted targets, two arms cut to the
 turns both answered, and latency by kind of turn. Each reads records as ``text2sql evaluate`` writes them, gzipped
-or not."""
+or not. Beside them, the keyword retriever's rankings of a split's questions."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ both_rules = script("benchmarks/both_rules.py")
 target_counts = script("benchmarks/target_counts.py")
 shared_turns = script("benchmarks/shared_turns.py")
 split_by_turn = script("benchmarks/split_by_turn.py")
+keyword_rankings = script("benchmarks/keyword_rankings.py")
 
 OUTER = "SELECT email FROM users WHERE organization_id IN (SELECT organization_id FROM blocks)"  # always true
 CLEAN = "SELECT email FROM users WHERE id IN (SELECT user_id FROM blocks)"
@@ -278,3 +279,28 @@ def test_first_ask_gives_each_question_a_fresh_cache_with_only_the_model(tmp_pat
         "How many users?", 0, 1.3, 1, 1)
     assert line["ask args"] == "--top-k 3" and line["verdict"] == "likely right"
     assert calls[0].endswith("|cache|ask How many users? --json --top-k 3") and calls[1:] == ["model.gguf"]
+
+
+# --- keyword_rankings.py -------------------------------------------------------------------------------------------
+
+
+def test_keyword_rankings_ranks_each_question_over_its_tables_and_compares_two_files(tmp_path: Path,
+                                                                                     tiny_db: Path) -> None:
+    data = write_spider_folder(tmp_path / "data", tiny_db, {"train": [
+        ("Which organizations are on the free plan?", "SELECT name FROM organizations WHERE plan = 'free'"),
+        ("How many login attempts failed?", "SELECT count(*) FROM login_attempts WHERE success = 0"),
+    ]})
+    lines = keyword_rankings.rankings(data, "train", 2)
+    assert [line.split("\t")[:2] for line in lines] == [["0", "tiny"], ["1", "tiny"]]
+    best = [line.split("\t")[2].split("=")[0] for line in lines]
+    assert best == ["organizations", "login_attempts"]
+
+    index, db_id, ranking = lines[1].split("\t")
+    first, *rest = ranking.split()
+    reordered = f"{index}\t{db_id}\t{' '.join([*rest, first])}"
+    rescored = f"{index}\t{db_id}\t{first.rsplit('=', 1)[0]}=0.0001 {' '.join(rest)}".rstrip()
+    assert keyword_rankings.compare(lines, lines) == ["2 questions: 0 rankings differ in their order of tables, 0 only "
+                                                      "in their scores, 2 are the same"]
+    report = keyword_rankings.compare(lines, [lines[0], reordered])
+    assert report[0].startswith("2 questions: 1 rankings differ in their order") and report[1] == "1 tiny (order)"
+    assert keyword_rankings.compare(lines, [lines[0], rescored])[1] == "1 tiny (scores)"

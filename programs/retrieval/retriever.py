@@ -3,8 +3,8 @@
 The agent calls a retriever as a tool when a database is too large to put every table in the
 prompt. Two retrievers share one contract (:class:`TableRetriever`):
 
-* :class:`KeywordRetriever` — BM25 over table names, column names, descriptions and sample
-  values, with a small tokeniser (snake_case/camelCase splitting, light stemming). Stdlib only.
+* :class:`KeywordRetriever` — BM25 (``bm25s``) over table names, column names, descriptions and sample
+  values, with a small tokeniser (snake_case/camelCase splitting, light stemming).
 * :class:`SemanticRetriever` — cosine similarity between the question and one
   all-MiniLM-L6-v2 embedding per table, blended with the keyword score (weights chosen with
   ``benchmarks/bench_retrieval.py``; see :data:`DEFAULT_KEYWORD_WEIGHT`).
@@ -149,8 +149,9 @@ def _unit(value: float) -> float:
 
 # --------------------------------------------------------------------------- keyword (BM25)
 
-# Weight of each part of a table's document in its term frequencies.
-_FIELD_WEIGHTS = {"name": 3.0, "description": 1.5, "column": 1.5, "column_description": 1.0, "sample": 0.5}
+# How many times each part of a table's document counts a token it holds, in half counts (a table's name counts its
+# words 3 times, a sample value half a time): bm25s counts whole tokens, so a document repeats each token this often.
+_HALF_COUNTS = {"name": 6, "description": 3, "column": 3, "column_description": 2, "sample": 1}
 
 
 def _table_fields(table: Table) -> Iterable[tuple[str, str]]:
@@ -164,65 +165,59 @@ def _table_fields(table: Table) -> Iterable[tuple[str, str]]:
                 yield "sample", sample
 
 
+def _table_tokens(table: Table) -> list[str]:
+    """A table's document for BM25: the tokens of its fields, each repeated its field's :data:`_HALF_COUNTS`."""
+    return [token for field, text in _table_fields(table)
+            for token in tokenize(text) for _ in range(_HALF_COUNTS[field])]
+
+
+def _idf(documents: int, holding: int) -> float:
+    """BM25's idf of a token that ``holding`` of ``documents`` documents hold (Lucene's, as bm25s computes it)."""
+    return math.log(1.0 + (documents - holding + 0.5) / (holding + 0.5))
+
+
 class KeywordRetriever:
-    """BM25 (k1=1.2, b=0.75) over weighted fields of each table, scaled into [0, 1] (see :meth:`scores`)."""
+    """BM25 (``bm25s``: k1=1.2, b=0.75, Lucene's idf) over weighted fields of each table, scaled into [0, 1] by the
+    score a table holding every query term would reach (see :meth:`scores`)."""
 
     K1 = 1.2
     B = 0.75
 
-    def __init__(self, catalog: Catalog, *, normalisation: str = "bound"):
-        if normalisation not in ("bound", "max"):
-            raise ConfigurationError(f"normalisation must be 'bound' or 'max', got {normalisation!r}.")
+    def __init__(self, catalog: Catalog):
+        import bm25s  # imports scipy.sparse: kept off the CLI's start-up path
+
         self.catalog = catalog
-        self.normalisation = normalisation
         self._neutral = _neutral_order(catalog)
-        self._tf: dict[str, Counter[str]] = {}
-        self._length: dict[str, float] = {}
-        for table in catalog.tables:
-            tf: Counter[str] = Counter()
-            for field, text in _table_fields(table):
-                weight = _FIELD_WEIGHTS[field]
-                for token in tokenize(text):
-                    tf[token] += weight
-            self._tf[table.name] = tf
-            self._length[table.name] = sum(tf.values())
-        n = len(catalog.tables)
-        self._avg_length = (sum(self._length.values()) / n) if n else 0.0
-        df: Counter[str] = Counter()
-        for tf in self._tf.values():
-            df.update(tf.keys())
-        self._idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        self._names = catalog.table_names
+        documents = [_table_tokens(table) for table in catalog.tables]
+        self._documents = len(documents)
+        self._holding = Counter(token for document in documents for token in set(document))
+        self._bm25 = None  # no table holds a token: every score is 0
+        if self._holding:
+            # Lucene's scoring, f / (f + k1 * (1 - b + b * length / mean length)), has no k1 + 1 above the line,
+            # so counting in halves (twice f and length) with twice k1 gives the same score (raw_scores adds k1 + 1).
+            self._bm25 = bm25s.BM25(k1=2 * self.K1, b=self.B, method="lucene", dtype="float64")
+            self._bm25.index(documents, show_progress=False)
 
     def raw_scores(self, query: str) -> dict[str, float]:
-        """Unscaled BM25 score of every table (0 when no query term occurs)."""
-        terms = Counter(tokenize(_clean_query(query)))
-        scores = {}
-        for name, tf in self._tf.items():
-            norm = self.K1 * (1 - self.B + self.B * self._length[name] / (self._avg_length or 1.0))
-            total = 0.0
-            for term, q_count in terms.items():
-                f = tf.get(term)
-                if f:
-                    total += q_count * self._idf[term] * f * (self.K1 + 1) / (f + norm)
-            scores[name] = total
-        return scores
+        """Unscaled BM25 score of every table, ``(k1 + 1) * idf * f / (f + k1 * (1 - b + b * length / mean length))``
+        summed over the query's tokens (a repeated token counts each time); 0 when no query term occurs."""
+        ids = self._bm25.get_tokens_ids(tokenize(_clean_query(query))) if self._bm25 is not None else []
+        if not ids:
+            return {name: 0.0 for name in self._names}
+        found = self._bm25.get_scores_from_ids(ids)
+        return {name: float(score) * (self.K1 + 1) for name, score in zip(self._names, found, strict=True)}
 
     def scores(self, query: str) -> dict[str, float]:
         """BM25 scores scaled into [0, 1]; all 0 when nothing matches.
 
-        ``normalisation="bound"`` divides by the score a table would get if it contained every
-        query term without limit (terms unknown to the catalog count with the highest idf), so
-        a table matching only a common word of a long question scores low. ``"max"`` divides by
-        the best table's score (the best is always 1).
+        Each is divided by the score a table would get if it contained every query term without limit (terms unknown
+        to the catalog count with the highest idf), so a table matching only a common word of a long question scores
+        low.
         """
         raw = self.raw_scores(query)
-        if self.normalisation == "max":
-            bound = max(raw.values(), default=0.0)
-        else:
-            n = len(self._tf)
-            unseen = math.log(1.0 + (n + 0.5) / 0.5)
-            terms = Counter(tokenize(_clean_query(query)))
-            bound = sum(c * self._idf.get(t, unseen) * (self.K1 + 1) for t, c in terms.items())
+        terms = Counter(tokenize(_clean_query(query)))
+        bound = sum(c * _idf(self._documents, self._holding.get(t, 0)) * (self.K1 + 1) for t, c in terms.items())
         if bound <= 0:
             return {name: 0.0 for name in raw}
         return {name: min(1.0, value / bound) for name, value in raw.items()}
@@ -357,8 +352,9 @@ def expand_with_foreign_keys(
     Added, in this order: tables linked by foreign keys to two or more retrieved tables (a
     bridge such as ``user_roles`` between ``users`` and ``roles``, or a hub such as
     ``organizations`` that questions often filter on; those touching the best hits first),
-    then the tables the top hit references, then bridges that those completed. Each is marked ``via="foreign key of <best-ranked retrieved table it links to>"`` and scored
-    by ``scores`` when given, else by the lowest score of the tables it links.
+    then the tables the top hit references, then bridges that those completed. Each is marked
+    ``via="foreign key of <best-ranked retrieved table it links to>"`` and scored by ``scores`` when given, else by
+    the lowest score of the tables it links.
     """
     cap = _clamp_top_k(top_k) + EXPANSION_EXTRA
     result = list(hits)[:cap]
