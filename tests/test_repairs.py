@@ -40,7 +40,7 @@ CATALOG = Catalog(db_id="shop", tables=[
     _table("driver", "id", "name", "years"),
     _table("users", "id", "name", "email", "country_code", keys={"country_code": "country.code"}),
     Table(name="country", columns=[Column(name="code", primary_key=True), Column(name="label")]),
-    _table("visits", "id", "user_id", "visits", keys={"user_id": "users.id"}),
+    _table("visits", "id", "user_id", "visits", "name", keys={"user_id": "users.id"}),
     _table("login_attempts", "id", "user_id", "success", "attempted_at", keys={"user_id": "users.id"}),
     Table(name="savings", columns=[Column(name="custid", primary_key=True, references="users.id"),
                                    Column(name="balance", type="REAL")]),
@@ -80,8 +80,10 @@ def _repairs(sql: str) -> list[Repair]:
     ("SELECT name, savings FROM users ORDER BY savings DESC LIMIT 3", TABLE,
      ["SELECT name, savings.balance FROM users JOIN savings ON savings.custid = users.id "
       "ORDER BY savings.balance DESC LIMIT 3"]),
-    ("SELECT visits FROM users WHERE name = 'Ann'", TABLE,  # the named table's column of that name: read
-     ["SELECT visits.visits FROM users JOIN visits ON visits.user_id = users.id WHERE name = 'Ann'"]),
+    ("SELECT visits FROM users WHERE name = 'Ann' ORDER BY VISITS", TABLE,  # the named table's column of that name
+     # is read; users' name, which visits has too, qualified
+     ["SELECT visits.visits FROM users JOIN visits ON visits.user_id = users.id WHERE users.name = 'Ann' "
+      "ORDER BY visits.visits"]),
     ("SELECT T1.name, T1.country FROM users AS T1", TABLE,  # a lookup the row refers to: its one column
      ["SELECT T1.name, T2.label FROM users AS T1 JOIN country AS T2 ON T2.code = T1.country_code"]),
     # ambiguous: the table a declared key gives it in the join; else each table, as its own reading
@@ -142,7 +144,7 @@ DIALECT_CASES = [
      " / 86400 AS BIGINT) FROM t"),
     ("mysql", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC LIMIT 2"),
     ("mysql", "SELECT name FROM t WHERE name ILIKE '%AB%'", "SELECT name FROM t WHERE LOWER(name) LIKE LOWER('%AB%')"),
-    ("mysql", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),  # MySQL's parser drops 'none'
+    ("mysql", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),  # MySQL reads no 'none'
     ("mysql", "SELECT DATE_PART('hour', ts) FROM t", "SELECT EXTRACT(HOUR FROM ts) FROM t"),
     ("mysql", "SELECT DATEDIFF(day, a, b) FROM t", "SELECT DATEDIFF(CAST(b AS DATETIME), CAST(a AS DATETIME)) FROM t"),
     ("duckdb", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC LIMIT 2"),

@@ -120,11 +120,12 @@ def _problems(tree: exp.Expr, wrong: set[str], catalog: Catalog, words: frozense
             shown = f"{column.table}.{column.name}" if column.table else column.name
             if (shown.lower() in wrong and column.find_ancestor(exp.Select) is select
                     and (column.table or column.name.lower() not in aliases)):
-                named.setdefault((column.table, column.name), []).append(column)
+                named.setdefault((column.table.lower(), column.name.lower()), []).append(column)
         read = [t.alias_or_name.lower() for t in _read(select)]
-        for (qualifier, name), found in named.items():
+        for found in named.values():
             # two sources under one name (``Reviewer AS r JOIN Rating AS r``): which one ``r.x`` means, no one knows
             doubled = len(set(read)) < len(read)
+            qualifier, name = found[0].table, found[0].name  # as first written
             fixes = [] if doubled else _fixes(scope, qualifier, name, catalog, words, _movable(found, select))
             if fixes is not None:
                 yield selects[id(select)], [columns[id(c)] for c in found], fixes
@@ -280,13 +281,16 @@ def _rows(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]],
                 continue
             said = f"`{rows.name}.{column}`" if column else f"the {rows.name} rows counted"
             fixes.append((3, TABLE, f"`{shown}` → {said}, joined on {rows.name}.{theirs} = {alias}.{mine}{unsaid}",
-                          _joined(rows, theirs, alias, mine, column)))
+                          _joined(rows, theirs, (alias, anchor), mine, column)))
     return fixes
 
 
-def _joined(rows: Table, theirs: str, alias: str, mine: str, column: str | None) -> Action:
-    """Read ``column`` of ``rows`` joined on ``rows.theirs = alias.mine``, or with no ``column``, count its rows: joined
-    where an aggregate counts or sums the name, else by a correlated ``COUNT(*)`` (named as the name was)."""
+def _joined(rows: Table, theirs: str, anchor: tuple[str, Table], mine: str, column: str | None) -> Action:
+    """Read ``column`` of ``rows`` joined on ``rows.theirs = alias.mine`` (``anchor``: the alias and its table), or with
+    no ``column``, count its rows: joined where an aggregate counts or sums the name, else by a correlated ``COUNT(*)``
+    (named as the name was). The anchor's unqualified columns that ``rows`` has too are qualified: not ambiguous."""
+    alias = anchor[0]
+
     def act(select: exp.Select, columns: list[exp.Column]) -> None:
         def wrapper(node: exp.Column) -> exp.Expr:  # COUNT(x) or COUNT(DISTINCT x): the aggregate
             return node.parent.parent if isinstance(node.parent, exp.Distinct) else node.parent
@@ -299,6 +303,10 @@ def _joined(rows: Table, theirs: str, alias: str, mine: str, column: str | None)
                                                            else f"{rows.name}_{i}").lower() not in taken)
             table = exp.to_table(rows.name) if joined == rows.name else exp.to_table(rows.name).as_(joined)
             on = exp.EQ(this=exp.column(theirs, joined), expression=exp.column(mine, alias))
+            for node in select.find_all(exp.Column):  # before the join: its ON is qualified
+                if (not node.table and node.find_ancestor(exp.Select) is select and rows.column(node.name)
+                        and anchor[1].column(node.name) and not any(node is c for c in columns)):
+                    node.set("table", exp.to_identifier(alias))
             select.join(table, on=on, copy=False)
         key = rows.primary_key
         for node in columns:
