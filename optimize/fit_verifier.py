@@ -160,7 +160,7 @@ def choose(question: dict, early_p: float | None, full_p: Sequence[float], early
     return Choice(float(full_p[best]), False, question["full"][best][1], question["noted"][best])
 
 
-ENOUGH_LOSS = 0.0025  # "one draft is enough" may cost at most this share of the questions' right answers
+ENOUGH_LOSS = 0.005  # "one draft is enough" may cost at most this share of the questions' right answers
 ENOUGH_CUTS = tuple(round(0.05 * i, 2) for i in range(6, 20))  # the cut-offs it is chosen among: 0.30 ... 0.95
 
 

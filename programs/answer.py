@@ -126,7 +126,7 @@ class Metrics(BaseModel):
     retrievals: int = 1  # table searches, the prompt's own included
     judge_errors: list[str] = Field(default_factory=list)  # the judge's LM failed: the answer was reached without it
     cut_replies: int = 0  # LM replies cut before they ended: at their token cap, or in a repetition loop
-    by_generator: dict[str, dict[str, float]] = Field(default_factory=dict)  # generator -> drafts and their seconds
+    by_generator: dict[str, dict[str, int | float]] = Field(default_factory=dict)  # generator -> drafts, their seconds
 
 
 class Answer(BaseModel):

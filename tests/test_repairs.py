@@ -283,3 +283,46 @@ def test_repair_firings_counts_what_fires_validates_and_is_right(tmp_path: Path,
 def test_repair_firings_refuses_a_held_out_set(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="held-out"):
         firings.main([str(tmp_path / "spider-public" / "x.jsonl.gz"), "--data-root", str(tmp_path)])
+
+
+# The agent: a draft the model keeps wrong, mended without a model call; nothing mendable, the closest reading kept.
+
+def _agent(tiny_db, tiny_schemas, replies):  # noqa: ANN001, ANN202
+    from text2sql_dspy.programs.agents.react import ReActAgent
+    from tests.fakes import logprob_lm
+
+    return ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=logprob_lm(replies),
+                      max_repair_steps=0)
+
+
+@pytest.mark.parametrize(("drafted", "mended", "change"), [
+    ("SELECT count(*) FROM users WHERE status1 = 'suspended'",
+     "WHERE status = 'suspended'", "status1"),
+    ("SELECT T1.full_name FROM users AS T1 ORDER BY T1.login_attempts DESC LIMIT 1", "login_attempts",
+     "login_attempts"),
+])
+def test_a_refused_draft_is_mended_before_any_redraft_in_one_call(tiny_db, tiny_schemas, drafted, mended,
+                                                                   change) -> None:  # noqa: ANN001
+    from tests.fakes import scripted_draft
+
+    program = _agent(tiny_db, tiny_schemas, [scripted_draft(drafted, 0.8), scripted_draft(drafted, 0.8)])
+    answer = program.run("Which user has the most login attempts?" if "login" in change else
+                         "How many users are suspended?")
+    assert answer.metrics.lm_calls == 1 and answer.metrics.redrafts == 0  # today: a redraft, a second call
+    assert answer.valid and mended in answer.sql and answer.sql != drafted
+    chosen = answer.chosen
+    assert chosen.generator == "repair" and any(f.kind == "repaired" and change in f.message for f in chosen.findings)
+    assert [s.kind for s in answer.steps if s.kind in ("draft", "repair", "redraft")] == ["draft", "repair"]
+    assert answer.verdict != "likely right"
+
+
+def test_nothing_mendable_keeps_the_closest_reading_unrun_for_a_person(tiny_db, tiny_schemas, capsys) -> None:  # noqa: ANN001
+    from text2sql_dspy.programs.answer import Status
+    from tests.fakes import scripted_draft
+
+    bad = "SELECT count(*) FROM users WHERE colour = 'red'"
+    program = _agent(tiny_db, tiny_schemas, [scripted_draft(bad, 0.8), scripted_draft(bad, 0.8)])
+    answer = program.run("How many users are red?")
+    assert answer.status is Status.FAILED and not answer.sql
+    assert answer.chosen is not None and answer.chosen.sql == bad and not answer.chosen.valid
+    assert answer.chosen.preview is None and "colour" in answer.reason

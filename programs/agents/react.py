@@ -54,6 +54,7 @@ from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
 from text2sql_dspy.programs.query.findings import LINTS, Finding, Kind
 from text2sql_dspy.programs.query.grouping import regrouped_readings
+from text2sql_dspy.programs.query.repairs import repairs as repaired_readings
 from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
@@ -65,6 +66,7 @@ DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAg
 UNSURE_REASON = "two readings give different results and the checks support both about as much"
 REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are worth one redraft
 BEST_EFFORT_CAP = 0.3  # the confidence of a query the agent validated but did not submit
+REPAIR = "repair"  # the generator of a reading the program mended (:meth:`ReActAgent._mended`)
 WARM_PREVIOUS = "SELECT 1"  # the query warming's edit changes: any query shares the edit prompt's prefix before it
 
 REGROUPED = Finding(kind=Kind.REGROUPED, message="grouped by the program, not drafted: the drafts ranked by an "
@@ -152,6 +154,8 @@ class ReActAgent(Text2SQLProgram):
         valid = [c for c in pool.values() if c.valid]
         if pool and not valid:
             valid = self._regrouped(record, pool)
+        if pool and not valid:
+            valid = self._mended(record, pool)
         if pool and not valid:
             redraft = self._redraft(record, view, next(iter(pool.values())), pool)
             valid = [redraft] if redraft is not None else []
@@ -266,6 +270,29 @@ class ReActAgent(Text2SQLProgram):
                 record.step("regroup", sql, f"{rejected.sql} grouped")
                 break
         return readings
+
+    def _mended(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
+        """For each drafted query the validator refused, in order, its mechanical repairs (:func:`~..query.repairs.
+        repairs`: a name a character or a table away, a table named as a column, an ambiguous column, another
+        dialect's syntax) that check: each a reading of its own with one vote and a warning that says what the
+        program changed, so that it never reads "likely right". No model call; a redraft comes only where none
+        checks."""
+        source, mended = record.source, []
+        for rejected in [c for c in list(pool.values()) if c.validation is not None and not c.valid]:
+            for repair in repaired_readings(rejected.sql, rejected.validation.findings, source.catalog, source.dialect):
+                if repair.sql in pool or (check := record.check(repair.sql, made=True)) is None or not check.valid:
+                    continue
+                changed = "; ".join(repair.changes)
+                note = Finding(kind=Kind.REPAIRED, message=f"mended by the program, not drafted: {changed}")
+                record.checks[repair.sql] = check = ValidationResult.of([*check.findings, note], repair.sql,
+                                                                       tables=check.tables)
+                draft = replace(rejected.draft, sql=repair.sql, generator=REPAIR)
+                record.drafts.setdefault(repair.sql, draft)
+                record.written.setdefault(repair.sql, [REPAIR])
+                pool[repair.sql] = Candidate(draft, check, votes=1, generators=[REPAIR])
+                mended.append(pool[repair.sql])
+                record.step("repair", repair.sql, f"{repair.kind}: {changed}", generator=REPAIR)
+        return mended
 
     def _unsure(self, record: Record, first: Candidate) -> bool:
         """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft

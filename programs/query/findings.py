@@ -60,6 +60,7 @@ class Kind(StrEnum):
     UNLINKED_JOIN = "unlinked join"  # two tables joined that no chain of declared foreign keys links
     OUTER_COLUMN = "outer column"  # a subquery selects a column only an enclosing query's tables have
     REGROUPED = "regrouped"  # a reading the program grouped, from a draft with no group to count: not drafted
+    REPAIRED = "repaired"  # a reading the program mended from a refused draft (a name, the dialect): not drafted
 
     @property
     def is_error(self) -> bool:
@@ -74,7 +75,7 @@ _WARNINGS = frozenset(
         Kind.UNUSED_JOIN, Kind.NEGATION_OVER_JOIN, Kind.BOTH_VALUES, Kind.UNASKED_LIMIT, Kind.SUM_OF_KEY,
         Kind.VALUE_NOT_ROW, Kind.OPAQUE_ID, Kind.DROPPED_FILTER, Kind.UNASKED_FILTER, Kind.OFF_KEY_JOIN,
         Kind.COUNTED_JOIN_KEY, Kind.SUM_FOR_COUNT, Kind.NAME_AS_KEY, Kind.MONTH_NAME_DATE, Kind.UNLINKED_JOIN,
-        Kind.OUTER_COLUMN, Kind.REGROUPED,
+        Kind.OUTER_COLUMN, Kind.REGROUPED, Kind.REPAIRED,
     }
 )  # fmt: skip
 
