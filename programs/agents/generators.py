@@ -31,7 +31,7 @@ import dspy
 
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, Draft, draft_sql
 from text2sql_dspy.programs.conversation import History, points_back, standalone_question
-from text2sql_dspy.programs.retrieval.schema_view import LINKED_TOP_K, SchemaView
+from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 
 if TYPE_CHECKING:

@@ -24,14 +24,14 @@ from typing import Any
 
 import dspy
 
-from text2sql_dspy.programs.agents.base import ESTIMATED, Text2SQLProgram, built_lm
+from text2sql_dspy.programs.agents.answering import no_answer, submitted
+from text2sql_dspy.programs.agents.base import Text2SQLProgram, built_lm
 from text2sql_dspy.programs.agents.candidates import (
     SYMPTOMS,
     UNSURE_MARGIN,
     Candidate,
     choice_score,
     close_readings,
-    combined_confidence,
     group_by_result,
     judged_score,
     majority_settled,
@@ -43,35 +43,23 @@ from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble, load_ensemble
 from text2sql_dspy.programs.agents.generators import Ask, generators_of
 from text2sql_dspy.programs.agents.judge import judge_sql
+from text2sql_dspy.programs.agents.made import mended, regrouped
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
 from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
-from text2sql_dspy.programs.agents.verifier import Verifier
-from text2sql_dspy.programs.answer import Answer, Metrics, Status
+from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.conversation import History
 from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
-from text2sql_dspy.programs.query.describe import describe_query
-from text2sql_dspy.programs.query.difference import changes
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
-from text2sql_dspy.programs.query.findings import LINTS, Finding, Kind
-from text2sql_dspy.programs.query.grouping import regrouped_readings
-from text2sql_dspy.programs.query.repairs import repairs as repaired_readings
-from text2sql_dspy.programs.query.validator import ValidationResult
+from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL, ColumnsFirstSQL
+from text2sql_dspy.signatures import ColumnsFirstSQL, DraftSQL, EditSQL, JudgeSQL
 
 __all__ = ["ReActAgent", "ReActAgentV2"]
 
 DEFAULT_REPAIR_STEPS = 3  # ReAct steps on a served or hosted model (see ReActAgent.max_repair_steps)
-UNSURE_REASON = "two readings give different results and the checks support both about as much"
 REDRAFT_ON = (*SYMPTOMS, *LINTS)  # findings that, on a doubtful answer, are worth one redraft
-BEST_EFFORT_CAP = 0.3  # the confidence of a query the agent validated but did not submit
-REPAIR = "repair"  # the generator of a reading the program mended (:meth:`ReActAgent._mended`)
 WARM_PREVIOUS = "SELECT 1"  # the query warming's edit changes: any query shares the edit prompt's prefix before it
-
-REGROUPED = Finding(kind=Kind.REGROUPED, message="grouped by the program, not drafted: the drafts ranked by an "
-                    "aggregate with no group to count; check which rows it counts")
-
 
 class ReActAgent(Text2SQLProgram):
     """Draft, check, run, choose; with ``judge=True`` (or as :class:`ReActAgentV2`), also judge results.
@@ -153,9 +141,9 @@ class ReActAgent(Text2SQLProgram):
         pool, drafts = self._drafts(record, view, hint, history)
         valid = [c for c in pool.values() if c.valid]
         if pool and not valid:
-            valid = self._regrouped(record, pool)
+            valid = regrouped(record, pool)
         if pool and not valid:
-            valid = self._mended(record, pool)
+            valid = mended(record, pool)
         if pool and not valid:
             redraft = self._redraft(record, view, next(iter(pool.values())), pool)
             valid = [redraft] if redraft is not None else []
@@ -169,12 +157,12 @@ class ReActAgent(Text2SQLProgram):
         total = sum(c.votes for c in valid)  # drafts behind the valid queries: a vote share's denominator
         if self.verifier is not None:
             best, alternatives = self._verified_choice(record, view, groups, drafts, pool)
-            return self._submitted(record, best, drafts, alternatives, agreement=best.votes / total if
+            return submitted(record, best, drafts, self.verifier, alternatives, agreement=best.votes / total if
                                    self.judge is not None else None)
         if record.judge is None:
-            return self._submitted(record, groups[0], drafts)
+            return submitted(record, groups[0], drafts, self.verifier)
         best, alternatives = self._judged_choice(record, view, groups, total, pool)
-        return self._submitted(record, best, drafts, alternatives, agreement=best.votes / total)
+        return submitted(record, best, drafts, self.verifier, alternatives, agreement=best.votes / total)
 
     def _judge(self, hint: str, history: str) -> Judge | None:
         """The judge as the question's record calls it; reading the question as the drafts did, with its
@@ -249,50 +237,6 @@ class ReActAgent(Text2SQLProgram):
             group.p = self._probability(record, group, drafts, len(groups))
         best = min(groups, key=self._preference(record))
         return best.p >= stop and not best.blocked and not best.symptoms
-
-    def _regrouped(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
-        """For each drafted query of one table ranked by an aggregate it has no group for, the first of its readings
-        (:func:`~.grouping.regrouped_readings`, ordered by the question's words and the table's values) that checks:
-        a reading of its own, with one vote (the drafts voted for a query the database refused, not for this guess)
-        and a warning that says so, so that it never reads "likely right"."""
-        source = record.source
-        run = None if source.database is None else (lambda sql: source.database.execute(
-            sql, timeout_s=source.validator.dry_run_timeout_s, max_rows=1).rows)
-        readings: list[Candidate] = []
-        for rejected in [c for c in pool.values() if c.found(Kind.UNGROUPED_AGGREGATE)]:
-            for sql in regrouped_readings(rejected.sql, source.catalog, source.dialect, record.question, run):
-                if sql in pool or (check := record.check(sql, made=True)) is None or not check.valid:
-                    continue
-                record.checks[sql] = check = ValidationResult.of([*check.findings, REGROUPED], sql, tables=check.tables)
-                record.drafts.setdefault(sql, replace(rejected.draft, sql=sql))
-                pool[sql] = Candidate(record.drafts[sql], check, votes=1)
-                readings.append(pool[sql])
-                record.step("regroup", sql, f"{rejected.sql} grouped")
-                break
-        return readings
-
-    def _mended(self, record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
-        """For each drafted query the validator refused, in order, its mechanical repairs (:func:`~..query.repairs.
-        repairs`: a name a character or a table away, a table named as a column, an ambiguous column, another
-        dialect's syntax) that check: each a reading of its own with one vote and a warning that says what the
-        program changed, so that it never reads "likely right". No model call; a redraft comes only where none
-        checks."""
-        source, mended = record.source, []
-        for rejected in [c for c in list(pool.values()) if c.validation is not None and not c.valid]:
-            for repair in repaired_readings(rejected.sql, rejected.validation.findings, source.catalog, source.dialect):
-                if repair.sql in pool or (check := record.check(repair.sql, made=True)) is None or not check.valid:
-                    continue
-                changed = "; ".join(repair.changes)
-                note = Finding(kind=Kind.REPAIRED, message=f"mended by the program, not drafted: {changed}")
-                record.checks[repair.sql] = check = ValidationResult.of([*check.findings, note], repair.sql,
-                                                                       tables=check.tables)
-                draft = replace(rejected.draft, sql=repair.sql, generator=REPAIR)
-                record.drafts.setdefault(repair.sql, draft)
-                record.written.setdefault(repair.sql, [REPAIR])
-                pool[repair.sql] = Candidate(draft, check, votes=1, generators=[REPAIR])
-                mended.append(pool[repair.sql])
-                record.step("repair", repair.sql, f"{repair.kind}: {changed}", generator=REPAIR)
-        return mended
 
     def _unsure(self, record: Record, first: Candidate) -> bool:
         """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft
@@ -413,35 +357,6 @@ class ReActAgent(Text2SQLProgram):
         record.step("choose", best.sql, f"{best.votes} of {total} drafts; judge {judged_score(best):.2f}")
         return best, alternatives
 
-    def _submitted(self, record: Record, best: Candidate, drafts: int, alternatives: list[str] | None = None,
-                   agreement: float | None = None) -> Answer:
-        """The answer with ``best``'s query, a valid one: its confidence blends the draft's and the judge's."""
-        sql = best.sql
-        judge_score = None
-        if record.judge is not None:
-            verdict = record.verdict_of(sql) or (record.judged(sql) if best.p is None else None)
-            judge_score = None if verdict is None else verdict.correctness_score
-        alternatives = alternatives if alternatives and sql in alternatives else []
-        reason = UNSURE_REASON if len(alternatives) >= 2 else ""
-        if record.judge_errors:
-            reason = "; ".join(p for p in (reason, f"the judge failed ({record.judge_errors[0]}); answered without it") if p)
-        readings = record.readings(sql, alternatives)
-        by_sql = {r.sql: r for r in readings}
-        confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
-        noted = bool(by_sql[sql].warnings)
-        verdict = (self.verifier.words(best.p, early=best.early, noted=noted, follow_up=bool(record.previous))
-                   if best.p is not None else "")
-        explanation = describe_query(sql, record.source.dialect)
-        if record.previous and (changed := changes(record.previous, sql, record.source.dialect)):
-            explanation = f"{explanation} Against the query before: {changed}."
-        return Answer(
-            question=record.question, sql=sql, explanation=explanation,
-            status=Status.UNSURE if len(alternatives) >= 2 else Status.ANSWERED, reason=reason,
-            confidence=confidence, judge_score=judge_score, verdict=verdict, basis=ESTIMATED if verdict else "",
-            drafts=drafts, agreement=agreement, tables=record.tables, readings=readings,
-            alternatives=[by_sql[q] for q in alternatives if q in by_sql], steps=record.steps, metrics=_metrics(record),
-        )
-
     def _repaired(self, record: Record, view: SchemaView, drafts: int) -> Answer:
         """No drafted query validated: the repair loop's query where it takes steps and finds a valid one; else no
         query, and why."""
@@ -456,9 +371,9 @@ class ReActAgent(Text2SQLProgram):
                 repaired = Candidate(Draft(sql, record.draft_confidence), check)
                 if self.verifier is not None:  # worded by the verifier as any submitted answer is
                     repaired.p = self._probability(record, repaired, drafts, 1)
-                return self._submitted(record, repaired, drafts)
+                return submitted(record, repaired, drafts, self.verifier)
             reason = reason or "the repair loop's query did not pass the validator"
-        return _no_answer(record, reason, drafts, self.verifier)
+        return no_answer(record, reason, drafts, self.verifier)
 
     def _repair_agent(self) -> dspy.ReAct:
         return repair_agent(self.judge is not None, self.limits.max_iterations)
@@ -508,55 +423,3 @@ def _in_context(judge: Any, history: str, hint: str, *, question: str, **inputs:
     text = "\n".join(part for part in (history, f"Now: {question}" if history else question,
                                        f"Hint: {hint}" if hint else "") if part)
     return judge(question=text, **inputs)
-
-
-def _metrics(record: Record) -> Metrics:
-    return Metrics(validations=len(record.checks), judge_calls=record.judge_calls, redrafts=record.redrafts,
-                   repair_steps=record.repair_steps, retrievals=record.retrievals, judge_errors=record.judge_errors,
-                   by_generator=record.by_generator)
-
-
-def _closest(record: Record) -> str:
-    """Of the queries that failed validation, the one with the fewest errors (the latest among equals): where nothing
-    passed, the answer keeps it, unrun, for a person to correct; "" where the validator saw none."""
-    failed = [(len(check.errors), n, sql) for n, (sql, check) in enumerate(record.checks.items()) if sql]
-    return min(failed, key=lambda f: (f[0], -f[1]))[2] if failed else ""
-
-
-def _no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifier | None = None) -> Answer:
-    """No query submitted: the best validated one so far (with a judge: the best judged), with confidence at most
-    :data:`BEST_EFFORT_CAP` (with a ``verifier``: its probability so capped, worded as an answer with a warning);
-    with none, no query at all, and the last one's findings as the reason (with a ``verifier``: worded as never
-    right)."""
-    reason = reason or "the agent did not submit an answer"
-    valid = [sql for sql, check in record.checks.items() if check.valid]
-    metrics = _metrics(record)
-    if not valid:
-        last = list(record.checks.values())[-1] if record.checks else None
-        refused = last is not None and last.dangerous
-        closest = "" if refused else _closest(record)
-        check = record.checks[closest] if closest else last
-        findings = "; ".join(check.errors) if check is not None and check.errors else ""
-        reason = (f"{'refused, the draft is not a read-only query: ' if refused else ''}no query passed the validator"
-                  + (f" ({findings})" if findings else "") + f"; {reason}")
-        return Answer(question=record.question, status=Status.REFUSED if refused else Status.FAILED, reason=reason,
-                      drafts=drafts, tables=record.tables, readings=record.readings(closest, []), steps=record.steps,
-                      metrics=metrics, verdict=verifier.words(0.0) if verifier is not None else "",
-                      basis=ESTIMATED if verifier is not None else "")
-    judged = [(sql, v) for sql, v in record.verdicts if sql in valid]
-    sql, verdict = max(judged, key=lambda pair: pair[1].correctness_score) if judged else (valid[-1], None)
-    judge_score = None if verdict is None else verdict.correctness_score
-    confidence = min(BEST_EFFORT_CAP, combined_confidence(record.draft_confidence, True, judge_score))
-    words = ""
-    if verifier is not None:
-        record.run(sql)
-        probability = verifier.probability(record.reading(sql), record.question, drafts=drafts, groups=len(valid),
-                                           previous=record.previous)
-        confidence = min(BEST_EFFORT_CAP, probability)
-        words = verifier.words(confidence, noted=True)  # never "likely right": nothing was submitted
-    return Answer(
-        question=record.question, sql=sql, explanation="Best effort: the agent did not submit an answer.",
-        status=Status.ANSWERED, reason=reason, confidence=confidence, judge_score=judge_score, verdict=words,
-        basis=ESTIMATED if words else "", drafts=drafts, tables=record.tables, readings=record.readings(sql, []),
-        steps=record.steps, metrics=metrics,
-    )
