@@ -167,8 +167,9 @@ class ColumnsFirst(Generator):
 
 
 class LinkedTables(Drafted):
-    """The draft's prompt over only the :data:`LINKED_TOP_K` tables the retriever ranks first and those their keys
-    join; None where that is the view the first draft was shown."""
+    """The draft's prompt over only the tables the retriever ranks first
+    (:data:`~..retrieval.schema_view.LINKED_TOP_K`) and those their keys join; None where that is the view the first
+    draft was shown."""
 
     name = "linked"
 
