@@ -30,11 +30,11 @@ KINDS = {"stand-alone": lambda q: not q.previous, "follow-ups": lambda q: bool(q
 
 
 def choice(groups: Sequence[Group], probability) -> Group | None:  # noqa: ANN001 - features -> float
-    """The group V2 chooses: clear of blocking findings and returning rows first, then no symptom, then the
-    likeliest by ``probability`` (a group's features to P(right)), the first drafted among equals."""
+    """The group V2 chooses (:func:`~text2sql_dspy.programs.agents.candidates.rank`) by ``probability`` (a group's
+    features to P(right)), the first drafted among equals."""
     if not groups:
         return None
-    return min(groups, key=lambda g: (not g.passed, g.symptom, -probability(g)))
+    return min(groups, key=lambda g: g.rank(probability(g)))
 
 
 def accuracy(questions: Sequence[Collected], chosen: Sequence[str], probability) -> int:  # noqa: ANN001

@@ -6,9 +6,10 @@ each verifier after the first is also compared with the first one's replay.
     python benchmarks/replay_choice.py RUN_DIR [RUN_DIR ...] --verifier A.json [--verifier B.json ...] \
         --data-root DIR [--data-root DIR ...] [--program v2] [--databases A,B]
 
-Per answer, as V2 chooses (``programs/agents/react.py``): the first draft alone where the verifier's early model is
-sure of it (at its ``early_sure``) and it is neither blocked, empty nor showing a symptom; else the reading the full
-model prefers (no blocking finding first, then rows returned, then no symptom, then the probability). Where the run
+Per answer, as V2 chooses, by its one rule (``programs/agents/candidates.py``: ``settles``, then ``rank``): the first
+draft alone where the verifier's early model is sure of it (at its ``early_sure``) and it is neither blocked nor
+empty; else the reading the full model prefers (no blocking finding first, then rows returned, then no symptom, then
+the probability). Where the run
 stopped at one draft and the replayed verifier would sample (or, for a symptom, redraft), nothing more was drawn:
 the answer is counted as unknown and kept as it was. Redrafts and loosened readings are kept only where the run
 recorded them.
@@ -20,10 +21,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from text2sql_dspy.optimize.fit_verifier import blocked, rechecked, returns_nothing, symptomatic  # noqa: E402
 from rescore_verifier import answers_of, arguments, verifiers_of  # noqa: E402
 
+from text2sql_dspy.optimize.fit_verifier import blocked, rechecked, returns_nothing, symptomatic  # noqa: E402
 from text2sql_dspy.optimize.metrics import compare_execution  # noqa: E402
+from text2sql_dspy.programs.agents.candidates import rank, settles  # noqa: E402
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import Verifier  # noqa: E402
 from text2sql_dspy.programs.answer import Reading  # noqa: E402
@@ -40,17 +42,16 @@ def choice(record: dict, verifier: Verifier, previous: str, db: Path) -> str | N
         return record.get("sql") or ""
     greedy = next((s.get("sql") for s in record.get("steps") or [] if s.get("kind") == "draft"), "")
     first = next((r for r in readings if r.sql == greedy), None)
-    if first is not None and not returns_nothing(first) and not blocked(first) and not symptomatic(first):
-        p = verifier.probability(first, question, early=True, previous=previous)
-        if p >= verifier.early_sure:
-            return first.sql
+    if first is not None and settles(verifier.probability(first, question, early=True, previous=previous),
+                                     verifier.early_sure, blocked=blocked(first), nothing=returns_nothing(first)):
+        return first.sql
     if int(record.get("drafts") or 1) == 1 and len(readings) == 1:
         return None  # the run stopped at its first draft; this verifier would have drawn more
     drafts = int(record.get("drafts") or 1)
 
     def key(r: Reading) -> tuple[bool, bool, bool, float]:
         p = verifier.probability(r, question, drafts=drafts, groups=len(readings), previous=previous)
-        return blocked(r), returns_nothing(r), symptomatic(r), -p
+        return rank(blocked=blocked(r), nothing=returns_nothing(r), symptom=symptomatic(r), p=p)
 
     return min(readings, key=key).sql
 

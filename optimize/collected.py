@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from text2sql_dspy.programs.agents.candidates import SYMPTOMS
+from text2sql_dspy.programs.agents.candidates import SYMPTOMS, rank
 from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
 from text2sql_dspy.programs.agents.verifier import features
 from text2sql_dspy.programs.answer import Answer, Reading
@@ -57,12 +57,22 @@ class Group:
 
     reading: Reading  # with the group's votes and generators
     right: bool
-    passed: bool  # clear of blocking findings and returns rows
-    noted: bool  # carries a warning (never "likely right")
+    blocked: bool  # a blocking finding
+    nothing: bool  # returns no rows, or only NULLs
     symptom: bool  # shows a symptom (:data:`~..candidates.SYMPTOMS`)
+    noted: bool  # carries a warning (never "likely right")
     drafts: int  # drafts written
     groups: int  # result groups among them
     ran: tuple[str, ...]  # the generators that drafted
+
+    @property
+    def passed(self) -> bool:
+        """Clear of blocking findings, and returns rows."""
+        return not self.blocked and not self.nothing
+
+    def rank(self, p: float) -> tuple[bool, bool, bool, float]:
+        """V2's rank of this group at probability ``p`` (:func:`~text2sql_dspy.programs.agents.candidates.rank`)."""
+        return rank(blocked=self.blocked, nothing=self.nothing, symptom=self.symptom, p=p)
 
     def features(self, question: str, previous: str = "") -> dict[str, float]:
         return features(self.reading, question, drafts=self.drafts, groups=self.groups, previous=previous, ran=self.ran)
@@ -124,8 +134,8 @@ class Collected:
             best = min(queries, key=lambda q: (_blocked(self.readings[q]), _lints(self.readings[q]), queries.index(q)))
             behind = list(dict.fromkeys(g for g, _ in mine))
             reading = self.readings[best].model_copy(update={"votes": len(mine), "generators": behind})
-            found.append(Group(reading, self.right.get(best, False), not _blocked(reading) and not _nothing(reading),
-                               bool(reading.warnings), not SYMPTOMS.isdisjoint(f.kind for f in reading.findings),
+            found.append(Group(reading, self.right.get(best, False), _blocked(reading), _nothing(reading),
+                               not SYMPTOMS.isdisjoint(f.kind for f in reading.findings), bool(reading.warnings),
                                len(drafts), len(members), ran))
         return found
 

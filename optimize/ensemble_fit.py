@@ -38,6 +38,7 @@ import numpy as np
 
 from text2sql_dspy.optimize.collected import Collected, Group, collected, lines, refuse_held_out
 from text2sql_dspy.optimize.fit_verifier import GAIN, auc, cut_offs, final_auc, out_of_fold, shown
+from text2sql_dspy.programs.agents.candidates import settles
 from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble
 from text2sql_dspy.programs.agents.verifier import (
     ASKED, FOLLOW_UP as FOLLOW_UP_FEATURES, FULL, GENERATED, Verifier, features, fit_model, kind_of,
@@ -85,7 +86,8 @@ def drafted(q: Collected, order: Sequence[str]) -> list[str]:
 
 
 def _best(groups: Sequence[Group], scores: Sequence[float]) -> int:
-    return min(range(len(groups)), key=lambda i: (not groups[i].passed, groups[i].symptom, -scores[i]))
+    """The group V2 chooses (:func:`~text2sql_dspy.programs.agents.candidates.rank`), the first drafted among equals."""
+    return min(range(len(groups)), key=lambda i: groups[i].rank(scores[i]))
 
 
 def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: float, scores: Scores) -> Replayed | None:
@@ -97,7 +99,8 @@ def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: floa
     if not order:
         return None
     first = q.groups(order[:1])
-    if early_p is not None and first and first[0].passed and early_p >= early_sure:
+    if early_p is not None and first and settles(early_p, early_sure, blocked=first[0].blocked,
+                                                 nothing=first[0].nothing):
         return Replayed(first[0].right, 1, q.cost(order[:1]), early_p, True, first[0].noted, tuple(order[:1]),
                         q.any_right(order[:1]))
     k = 1
@@ -123,7 +126,8 @@ def replay_samples(q: Collected, early_p: float | None, early_sure: float, score
     if not order:
         return None
     first = q.groups(order[:1])
-    if early_p is not None and first and first[0].passed and early_p >= early_sure:
+    if early_p is not None and first and settles(early_p, early_sure, blocked=first[0].blocked,
+                                                 nothing=first[0].nothing):
         return Replayed(first[0].right, 1, q.cost(order[:1]), early_p, True, first[0].noted, tuple(order[:1]),
                         q.any_right(order[:1]))
     budget, k = 3, min(2, len(order))

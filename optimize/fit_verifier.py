@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from text2sql_dspy.optimize.collected import refuse_held_out
-from text2sql_dspy.programs.agents.candidates import SYMPTOMS
+from text2sql_dspy.programs.agents.candidates import SYMPTOMS, rank, settles
 from text2sql_dspy.programs.agents.verifier import (
     ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model, kind_of,
 )
@@ -127,6 +127,7 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
             yield {"key": key, "db": record["db_id"], "early": early, "full": full, "turn": turn, "file": file,
                    "texts": [(answer.question, r.sql, previous) for r in groups],
                    "passed": [not blocked(r) and not returns_nothing(r) for r in groups],
+                   "ranked": [(blocked(r), returns_nothing(r), symptomatic(r)) for r in groups],
                    "early_passed": first is not None and not blocked(first) and not returns_nothing(first),
                    "noted": [bool(r.warnings) for r in groups],
                    "early_noted": first is not None and bool(first.warnings)}
@@ -148,15 +149,18 @@ class Choice:
 
 
 def choose(question: dict, early_p: float | None, full_p: Sequence[float], early_sure: float) -> Choice | None:
-    """The answer V2 would give among ``question``'s readings (an :func:`examples` item), given their probabilities
-    (``programs/agents/react.py``: the first draft alone where the early model is sure of it at ``early_sure`` and
-    it is clear of blocking findings and returns rows; else no blocking finding first, then rows returned, then the
-    probability); None for none. Redrafts and loosened readings are not collected, so it chooses among drafts."""
-    if question["early"] is not None and question["early_passed"] and early_p is not None and early_p >= early_sure:
+    """The answer V2 would give among ``question``'s readings (an :func:`examples` item), given their probabilities,
+    by V2's one rule (:func:`~text2sql_dspy.programs.agents.candidates.settles`, then
+    :func:`~text2sql_dspy.programs.agents.candidates.rank`); None for none. Redrafts and loosened readings are not
+    collected, so it chooses among drafts."""
+    if question["early"] is not None and early_p is not None and settles(
+            early_p, early_sure, blocked=not question["early_passed"], nothing=not question["early_passed"]):
         return Choice(early_p, True, question["early"][1], question["early_noted"])
     if not question["full"]:
         return None
-    best = min(range(len(full_p)), key=lambda i: (not question["passed"][i], -full_p[i]))
+    best = min(range(len(full_p)), key=lambda i: rank(
+        blocked=question["ranked"][i][0], nothing=question["ranked"][i][1], symptom=question["ranked"][i][2],
+        p=full_p[i]))
     return Choice(float(full_p[best]), False, question["full"][best][1], question["noted"][best])
 
 

@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from text2sql_dspy.optimize import fit_verifier as fit
 from text2sql_dspy.programs.agents.verifier import Verifier
 from text2sql_dspy.programs.answer import Answer, Preview, Reading, Status, Step
-from tests.scripts import script
-
-
-from text2sql_dspy.optimize import fit_verifier as fit  # noqa: E402
 
 RIGHT = "SELECT count(*) FROM users WHERE status = 'suspended'"
 WRONG = "SELECT count(*) FROM users"
@@ -31,7 +28,8 @@ def record(index: int, db_id: str, *, turn: int | None = None) -> dict:
                 preview=Preview(columns=["count(*)"], rows=[[5]])),
     ]
     first = RIGHT if index % 3 else WRONG
-    answer = Answer(question="How many users are suspended?", sql=first, status=Status.ANSWERED, readings=readings, drafts=3,
+    answer = Answer(question="How many users are suspended?", sql=first, status=Status.ANSWERED, readings=readings,
+                    drafts=3,
                     steps=[Step(kind="draft", sql=first)])
     line = {"index": index, "db_id": db_id, "gold": RIGHT, "scoring": "spider",
             "answer": answer.model_dump(mode="json"), "readings_correct": [True, False], "correct": first == RIGHT}
@@ -65,7 +63,8 @@ def test_the_fit_writes_a_verifier_that_loads_says_what_it_was_fitted_on_and_ref
     assert outs[0].read_bytes() == outs[1].read_bytes()
     verifier = Verifier.from_json(json.loads(outs[0].read_text()))
     assert verifier.fitted_on["sets"] == ["spider-train", "cosql-train"]
-    assert (verifier.fitted_on["questions"], verifier.fitted_on["turns"], verifier.fitted_on["databases"]) == (36, 12, 6)
+    assert (verifier.fitted_on["questions"], verifier.fitted_on["turns"], verifier.fitted_on["databases"]) == (36, 12,
+                                                                                                               6)
     assert len(verifier.fitted_on["digest"]) == 16
     right = Reading(sql=RIGHT, valid=True, confidence=0.9, weakest=0.7, tokens=14, votes=2, judge_score=0.8,
                     preview=Preview(columns=["count(*)"], rows=[[1]]))
@@ -192,7 +191,8 @@ def collected_question(early: tuple[float, bool] | None, *groups: tuple[float, b
     """A question as :func:`fit.one_draft_enough` reads it: its first draft's (probability, right), where it has
     one, and its groups' (each passing)."""
     found = {"early": None if early is None else ({}, early[1]), "early_passed": True, "early_noted": False,
-             "full": [({}, right) for _, right in groups], "passed": [True] * len(groups), "noted": [False] * len(groups)}
+             "full": [({}, right) for _, right in groups], "passed": [True] * len(groups),
+             "ranked": [(False, False, False)] * len(groups), "noted": [False] * len(groups)}
     return found, None if early is None else early[0], [p for p, _ in groups]
 
 

@@ -20,7 +20,7 @@ def question(*groups: tuple[bool, bool], early: bool | None = True, early_passed
     draft's row right or wrong as ``early`` (None: no early row)."""
     return {"early": None if early is None else ({}, early), "early_passed": early_passed, "early_noted": False,
             "full": [({}, right) for right, _ in groups], "passed": [passes for _, passes in groups],
-            "noted": [False for _ in groups]}
+            "ranked": [(not passes, False, False) for _, passes in groups], "noted": [False for _ in groups]}
 
 
 @pytest.mark.parametrize(("found", "early_p", "full_p", "chosen"), [

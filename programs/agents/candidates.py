@@ -17,7 +17,7 @@ from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
 
 __all__ = ["Candidate", "choice_score", "close_readings", "combined_confidence", "group_by_result", "judged_score",
-           "lint_weight", "majority_settled", "preference", "repair_hints", "returns_nothing"]
+           "lint_weight", "majority_settled", "preference", "rank", "repair_hints", "returns_nothing", "settles"]
 
 SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
@@ -79,11 +79,25 @@ def returns_nothing(facts: ExecutionFacts) -> bool:
     return not facts.ok or facts.empty or facts.all_null
 
 
+def rank(*, blocked: bool, nothing: bool, symptom: bool, p: float) -> tuple[bool, bool, bool, float]:
+    """V2's choice among verified readings, as a sort key, least first (the one rule: the agent, the fit's replays
+    and the held-out replays all rank by it): a reading with a blocking finding never beats one without, one that
+    returns nothing (no rows, only NULLs, an error) never beats one that returns rows, one showing a symptom
+    (:data:`SYMPTOMS`) never beats one without, and between those the verifier's probability decides."""
+    return blocked, nothing, symptom, -p
+
+
+def settles(p: float, early_sure: float, *, blocked: bool, nothing: bool) -> bool:
+    """Whether the first draft alone is the answer: the early model gives it ``early_sure`` or more, and it is clear of
+    blocking findings and returns rows (a symptom does not keep it from settling: the chosen reading is redrafted
+    from it after)."""
+    return p >= early_sure and not blocked and not nothing
+
+
 def preference(candidate: Candidate, facts: ExecutionFacts) -> tuple[bool, bool, bool, float]:
-    """A sort key, least first: a reading with a blocking finding never beats one without, one that returns nothing
-    never beats one that returns rows, one showing a symptom (:data:`SYMPTOMS`) never beats one without, and between
-    those the verifier's probability decides."""
-    return candidate.blocked, returns_nothing(facts), bool(candidate.symptoms), -(candidate.p or 0.0)
+    """:func:`rank`'s key of a candidate whose result is ``facts``."""
+    return rank(blocked=candidate.blocked, nothing=returns_nothing(facts), symptom=bool(candidate.symptoms),
+                p=candidate.p or 0.0)
 
 
 def majority_settled(run: Run, candidates: list[Candidate], remaining: int) -> bool:

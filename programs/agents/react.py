@@ -38,6 +38,7 @@ from text2sql_dspy.programs.agents.candidates import (
     preference,
     repair_hints,
     returns_nothing,
+    settles,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble, load_ensemble
@@ -249,7 +250,8 @@ class ReActAgent(Text2SQLProgram):
         first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True,
                                             previous=record.previous)
         record.step("verify", first.sql, f"P(right) {first.p:.2f} from the first draft alone")
-        return first.p < self.verifier.early_sure or first.blocked or returns_nothing(record.facts(first.sql))
+        return not settles(first.p, self.verifier.early_sure, blocked=first.blocked,
+                           nothing=returns_nothing(record.facts(first.sql)))
 
     def _verified_choice(self, record: Record, view: SchemaView, groups: list[Candidate], drafts: int,
                          pool: dict[str, Candidate]) -> tuple[Candidate, list[str]]:
