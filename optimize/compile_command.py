@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from text2sql_dspy.programs.command import Command, add_view_arguments, non_negative_int, positive_int
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
+from text2sql_dspy.programs.command import Command, add_view_arguments, non_negative_int, positive_int
 
 RESUME_HELP = (
     "where to save the compiled program (.json); a .meta.json goes beside it. Resumable: every LM reply of the "
@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="none: learn the training split's pairs only (retrieval, no prompt optimization)")
     parser.add_argument("--examples", help="the example store to learn into and show (default: beside --out)")
     parser.add_argument("--no-learn", action="store_true", help="do not put the training split into the store")
-    parser.add_argument("--k-examples", type=non_negative_int, default=DEFAULT_K, help="stored pairs shown per question")
+    parser.add_argument("--k-examples", type=non_negative_int, default=DEFAULT_K,
+                        help="stored pairs shown per question")
     parser.add_argument(
         "--metric", default="verifier+execution",
         help=f"metric: {', '.join(SCORERS)}, or several joined by '+' (default: verifier+execution)",
@@ -79,8 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, help=RESUME_HELP)
     budget = parser.add_argument_group("budget (every trial is a full program run)")
-    budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit, help="train examples, drawn with --seed")
-    budget.add_argument("--dev-limit", type=non_negative_int, default=defaults.dev_limit, help="dev examples scored before and after (0: none)")
+    budget.add_argument("--train-limit", type=positive_int, default=defaults.train_limit,
+                        help="train examples, drawn with --seed")
+    budget.add_argument("--dev-limit", type=non_negative_int, default=defaults.dev_limit,
+                        help="dev examples scored before and after (0: none)")
     budget.add_argument("--max-demos", type=int, default=defaults.max_demos, help="bootstrapped demos per predictor")
     budget.add_argument(
         "--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
@@ -97,8 +100,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "the first it answers right, so that its demos are more than lookups)",
     )
     budget.add_argument("--num-trials", type=positive_int, default=defaults.num_trials, help="MIPROv2 trials")
-    budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates, help="MIPROv2 candidates")
-    budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="GEPA metric calls")
+    budget.add_argument("--num-candidates", type=positive_int, default=defaults.num_candidates,
+                        help="MIPROv2 candidates")
+    budget.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls,
+                        help="GEPA metric calls")
     budget.add_argument(
         "--train-databases", type=database_count, metavar="N",
         help="by database: training databases, a number or a fraction, drawn with --seed (default: all the others)",
@@ -116,8 +121,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threshold", type=float, default=0.7, help="score that counts as success when bootstrapping")
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
-    parser.add_argument("--judge-model", help="judge LM, for the metric and V2 (default: TEXT2SQL_JUDGE_MODEL / LLM_JUDGE_MODEL)")
-    parser.add_argument("--reflection-model", help="LM that proposes instructions for MIPROv2 and GEPA (default: the agent's)")
+    parser.add_argument("--judge-model",
+                        help="judge LM, for the metric and V2 (default: TEXT2SQL_JUDGE_MODEL / LLM_JUDGE_MODEL)")
+    parser.add_argument("--reflection-model",
+                        help="LM that proposes instructions for MIPROv2 and GEPA (default: the agent's)")
     add_view_arguments(parser)
     parser.add_argument("--threads", type=positive_int, default=1, help="parallel program runs (1 for the local model)")
     ensemble = parser.add_argument_group(
@@ -128,7 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ensemble.add_argument("--conversations", metavar="FOLDER",
                           help="a CoSQL- or SParC-format folder of other conversations: the follow-ups' pool, and "
                                "conversations to fit on (--databases: where its databases are, default --data)")
-    ensemble.add_argument("--databases", metavar="FOLDER", help="the Spider-format folder with --conversations' databases")
+    ensemble.add_argument("--databases", metavar="FOLDER",
+                          help="the Spider-format folder with --conversations' databases")
     ensemble.add_argument("--conversations-per-database", type=positive_int, default=1, metavar="K",
                           help="conversations of each database to fit on (default 1)")
     ensemble.add_argument("--order", action="append", metavar="G1,G2,...",
@@ -166,7 +174,8 @@ def compile_and_save(args: argparse.Namespace) -> int:
         carry_demos=args.carry_demos,
     )
     meta = compile_program(config)
-    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "examples", "learned", "demos", "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))
+    print(json.dumps({k: meta[k] for k in ("program", "optimizer", "metric", "examples", "learned", "demos",
+                                           "dev_before", "dev_after", "trace_audit", "seconds")}, indent=2))
     print(f"saved {args.out}; use it with --program {args.out}")
     return 0
 
@@ -188,5 +197,6 @@ def compiled_ensemble(args: argparse.Namespace) -> int:
     return 0
 
 
-COMPILE = Command("compile", "compile a program with a DSPy optimizer and save it for --program PATH", add_arguments, compile_and_save)
+COMPILE = Command("compile", "compile a program with a DSPy optimizer and save it for --program PATH", add_arguments,
+                  compile_and_save)
 main = COMPILE.main

@@ -22,8 +22,8 @@ from sqlglot import exp
 
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.carried import carry
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.query.tables_read import tables_read
+from text2sql_dspy.programs.source import open_source
 
 NO_DEMO_PREDICTORS = ("repair.react", "repair.extract", "judge")  # and the predictors inside them
 
@@ -131,7 +131,8 @@ def with_gold_draft(example: dspy.Example) -> dspy.Example:
     tables = [name for name in source.catalog.table_names if name.lower() in used]
     if not tables:
         return example
-    return example.copy(sql=example.gold_sql, hints="", facts="", table_schemas=source.with_header(source.catalog.render(tables)))
+    return example.copy(sql=example.gold_sql, hints="", facts="",
+                        table_schemas=source.with_header(source.catalog.render(tables)))
 
 
 def _compact(demo: Any) -> Any:

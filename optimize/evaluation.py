@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from text2sql_dspy.optimize.provenance import code_identity, described
 from text2sql_dspy.programs.answer import Answer
+from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.command import (
     EXIT_MODEL_SERVICE_ERROR,
     Command,
@@ -39,7 +40,6 @@ from text2sql_dspy.programs.command import (
     view_options,
 )
 from text2sql_dspy.programs.dataset import is_turn, load_split, per_database, scoring_of
-from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.errors import Text2SQLError
 from text2sql_dspy.programs.query.results import Scoring
 
@@ -63,14 +63,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="agent LM (default: TEXT2SQL_MODEL or the embedded local model)")
     parser.add_argument("--judge-model", help="judge LM for v2 (default: TEXT2SQL_JUDGE_MODEL, else the agent's)")
     add_view_arguments(parser)
-    parser.add_argument("--threads", type=positive_int, default=1, help="questions answered in parallel (1 for the local model)")
+    parser.add_argument("--threads", type=positive_int, default=1,
+                        help="questions answered in parallel (1 for the local model)")
     parser.add_argument("--docs", help="column and table descriptions for every question's database (BIRD, dbt)")
     parser.add_argument("--examples", help="an example store shown to the named programs (compiled ones use their own)")
     parser.add_argument("--carried", metavar="FOLDER",
                         help="solved pairs over other databases, the nearest shown with each question (a folder in "
                         "Spider's layout: train.json and tables.json, e.g. ../shared/benchmarks/spider-train)")
     parser.add_argument("--evidence", choices=["on", "off"], default="on",
-                        help="pass each question's evidence (BIRD's hint) to the programs when the data has it (default: on)")
+                        help="pass each question's evidence (BIRD's hint) to the programs when the data has it "
+                             "(default: on)")
     parser.add_argument("--databases", help="the Spider-format folder with the SQLite files when --data holds only "
                         "questions (SParC over Spider: --databases ../shared/benchmarks/spider-public)")
     parser.add_argument("--history", choices=["on", "off"], default="on",
@@ -154,8 +156,10 @@ def evaluate(args: argparse.Namespace) -> int:
     summaries = {spec: summarize(rows) for spec, rows in records.items()}
     write_report(out, summaries, records, meta={"data": str(args.data), "split": args.split, "questions": len(examples),
                                                         "scored as": scoring.description,
-                                                        "evidence": "on" if evidence else "off", "value lookup": args.values,
-                                                        **({"history": "on" if history else "off"} if conversations else {})})
+                                                        "evidence": "on" if evidence else "off",
+                                                        "value lookup": args.values,
+                                                        **({"history": "on" if history else "off"}
+                                                           if conversations else {})})
     print_table(summaries)
     print(f"report and plots: {out / 'report.md'}")
     return 0
@@ -379,5 +383,6 @@ def load_records(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return done
 
 
-EVALUATE = Command("evaluate", "evaluate programs side by side on a Spider-format split and write a report", add_arguments, evaluate)
+EVALUATE = Command("evaluate", "evaluate programs side by side on a Spider-format split and write a report",
+                   add_arguments, evaluate)
 main = EVALUATE.main

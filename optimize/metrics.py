@@ -26,12 +26,11 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.optimize.reward import judge_against_reference, judge_lm
-from text2sql_dspy.programs.query.results import Scoring, columns_subset_match, is_ordered, results_match
-from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
-from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.verifier import load_verifier
-from text2sql_dspy.programs.query.results import facts_of
+from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.query.results import Scoring, columns_subset_match, facts_of, is_ordered, results_match
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.signatures import JudgeAgainstReference, JudgeSQL
 
@@ -58,7 +57,8 @@ class ExecutionComparison:
             return f"the gold query failed: {self.gold_error}"
         if self.pred_error:
             return f"the query failed to execute: {self.pred_error}"
-        return f"the query returns {self.pred_rows} rows; the expected result has {self.gold_rows} rows, or other values"
+        return (f"the query returns {self.pred_rows} rows; the expected result has {self.gold_rows} rows, "
+                "or other values")
 
 
 def compare_execution(pred_sql: str, gold_sql: str, db_path: str, scoring: Scoring = Scoring.SPIDER

@@ -22,7 +22,8 @@ from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
 from text2sql_dspy.programs.calibration import expected_calibration_error
 
 COVERAGE_CUTS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.3, 0.0)  # the report's risk-coverage rows: confidence at least this
-SEED_METRICS = ("validations", "judge_calls", "redrafts", "repair_steps")  # the agent's work, from each answer's metrics
+# the agent's work, from each answer's metrics
+SEED_METRICS = ("validations", "judge_calls", "redrafts", "repair_steps")
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -89,7 +90,8 @@ def _metric(record: dict[str, Any], key: str) -> Any:
     return (record.get("metrics") or {}).get(key)
 
 
-def paired_comparison(reference: list[dict[str, Any]], other: list[dict[str, Any]], key: str = "index") -> dict[str, Any]:
+def paired_comparison(reference: list[dict[str, Any]], other: list[dict[str, Any]],
+                      key: str = "index") -> dict[str, Any]:
     """``other`` against ``reference`` on the questions both answered (matched by ``key``).
 
     ``gained``: right in ``other`` where ``reference`` was wrong; ``lost``: the reverse. ``sign_test_p``
@@ -221,9 +223,10 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         f"# Evaluation: {meta.get('data')} / {meta.get('split')} ({meta.get('questions')} questions)",
         "",
         *([f"Scored as {meta['scored as']}.", ""] if meta.get("scored as") else []),
-        *([f"Answered by the code {', '.join(meta['code'])} (a digest of the programs and signatures, at their git "
-           "commit).", ""] if meta.get("code") else []),
-        *([f"Evidence (the data's per-question hints): {meta['evidence']}; value lookup: {meta.get('value lookup', 'on')}.",
+        *([f"Answered by the code {', '.join(meta['code'])} "
+           "(a digest of the programs and signatures, at their git commit).", ""] if meta.get("code") else []),
+        *([f"Evidence (the data's per-question hints): {meta['evidence']}; value lookup: "
+           f"{meta.get('value lookup', 'on')}.",
            ""] if "evidence" in meta else []),
         *([f"Conversations (SParC): each turn shown the program's own earlier turns: {meta['history']}.", ""]
           if "history" in meta else []),
@@ -231,18 +234,22 @@ def markdown_report(summaries: dict[str, dict], meta: dict[str, Any], plots: lis
         "|---|" + "---|" * len(names),
     ]
     for label, key, fmt in rows:
-        if key.endswith(("turn_accuracy", "turn_relaxed", "interaction_accuracy")) and all(summaries[n].get(key) is None for n in names):
+        per_turn = key.endswith(("turn_accuracy", "turn_relaxed", "interaction_accuracy"))
+        if per_turn and all(summaries[n].get(key) is None for n in names):
             continue  # not a conversation set
         cells = [_fmt(summaries[n].get(key), fmt) for n in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if len(names) > 1:
-        lines += ["", f"Against {names[0]}, question by question (two-sided sign test on the questions that differ):", "",
-                  "| program | right where it was wrong | wrong where it was right | sign test p |", "|---|---|---|---|"]
+        lines += ["", f"Against {names[0]}, question by question (two-sided sign test on the questions that differ):",
+                  "",
+                  "| program | right where it was wrong | wrong where it was right | sign test p |",
+                  "|---|---|---|---|"]
         for name in names[1:]:
             paired = meta.get("paired", {}).get(name)
             if paired:
                 p = paired["sign_test_p"]
-                lines.append(f"| {name} | {paired['gained']} | {paired['lost']} | {'< 0.001' if p < 0.001 else f'{p:.3f}'} |")
+                lines.append(f"| {name} | {paired['gained']} | {paired['lost']} | "
+                             f"{'< 0.001' if p < 0.001 else f'{p:.3f}'} |")
     if any(summaries[n].get("risk_coverage") and summaries[n].get("questions") for n in names):
         lines += ["", "Answered at each confidence (risk-coverage): answers whose confidence is at least the cut-off, "
                   "and how many of them are right:", "", "| confidence at least | " + " | ".join(names) + " |",
@@ -334,7 +341,8 @@ def _reliability_curve(pairs: list[tuple[float, bool]], bins: int = 5) -> tuple[
 
 def _scored(records: dict[str, list[dict]], key: str) -> dict[str, list[tuple[float, bool]]]:
     """Per program, (``key``'s value, right) for the records that have the value; programs without any left out."""
-    scored = {n: [(float(r[key]), bool(r.get("correct"))) for r in rs if r.get(key) is not None] for n, rs in records.items()}
+    scored = {n: [(float(r[key]), bool(r.get("correct"))) for r in rs if r.get(key) is not None]
+              for n, rs in records.items()}
     return {n: pairs for n, pairs in scored.items() if pairs}
 
 

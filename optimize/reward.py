@@ -45,7 +45,8 @@ def judge_lm(llm_backend: Any = None) -> Any:
     return build_lm(llm_backend, role="judge")
 
 
-def judge_against_reference(prediction: str, golden_answer: str, lm: Any, predictor: dspy.Predict | None = None) -> ReferenceVerdict:
+def judge_against_reference(prediction: str, golden_answer: str, lm: Any,
+                            predictor: dspy.Predict | None = None) -> ReferenceVerdict:
     """Score ``prediction`` against ``golden_answer`` with :class:`JudgeAgainstReference` on ``lm``."""
     predictor = predictor or dspy.Predict(JudgeAgainstReference)
     with dspy.context(lm=lm):

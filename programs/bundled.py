@@ -1,4 +1,5 @@
-"""The bundled demo database (``saas``): where its dataset and schema files are, and its SQLite file, built on first use."""
+"""The bundled demo database (``saas``): where its dataset and schema files are, and its SQLite file, built on first
+use."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ from typing import Any
 from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.cache import default_cache_dir
 
-__all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "expected_calibration_error", "fit", "load_calibration", "logistic", "save_calibration", "signals"]
+__all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "expected_calibration_error", "fit",
+           "load_calibration", "logistic", "save_calibration", "signals"]
 
 SIGNALS = ("judge probability", "reported confidence", "draft agreement", "drafts", "valid", "fallback", "LM calls")
 SURE_PRECISION = 0.9  # answers marked sure: right at least this often on the fitting answers

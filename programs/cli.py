@@ -27,7 +27,8 @@ def add_program_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
     parser.add_argument("--docs", help=DOCS_HELP)
     parser.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
-    parser.add_argument("--model", help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
+    parser.add_argument("--model",
+                        help="agent LM: 'local' (default) or any LiteLLM string, e.g. anthropic/claude-sonnet-4-5")
     parser.add_argument("--judge-model", help="judge LM for v2 (default: the agent's model)")
     add_view_arguments(parser)
     parser.add_argument("--examples", help="the example store whose pairs and notes are shown, and where --save saves "
@@ -38,7 +39,8 @@ def add_program_arguments(parser: argparse.ArgumentParser) -> None:
 def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("question")
     add_program_arguments(ask)
-    ask.add_argument("--hint", default="", help="what the question's terms mean, e.g. \"Title 1 funding is column c14\"")
+    ask.add_argument("--hint", default="",
+                     help="what the question's terms mean, e.g. \"Title 1 funding is column c14\"")
     ask.add_argument("--trace", action="store_true", help="show the agent's reasoning steps")
     ask.add_argument("--execute", action="store_true", help="run the query read-only and show the first rows")
     ask.add_argument("--rows", type=positive_int, default=10, help="rows to show with --execute")

@@ -51,7 +51,8 @@ class Turn(BaseModel):
         result = ""
         if preview is not None and preview.error is None:
             more = "+" if preview.truncated else ""
-            result = f"{preview.row_count}{more} row{'' if preview.row_count == 1 else 's'}: {', '.join(preview.columns)}"
+            rows = f"{preview.row_count}{more} row{'' if preview.row_count == 1 else 's'}"
+            result = f"{rows}: {', '.join(preview.columns)}"
         return cls(question=answer.question, sql=answer.sql, result=result)
 
 

@@ -76,7 +76,8 @@ def database_path(data_dir: Path, db_id: str, split: str | None = None) -> Path:
     for path in [spider, *(f / db_id / f"{db_id}.sqlite" for f in bird)]:
         if path.is_file():
             return path.resolve()
-    raise DatabaseError(f"database for db_id {db_id!r} not found at {spider} (nor in a BIRD <split>_databases/ folder).")
+    raise DatabaseError(f"database for db_id {db_id!r} not found at {spider} "
+                        "(nor in a BIRD <split>_databases/ folder).")
 
 
 def tables_file(data_dir: Path, split: str) -> Path:

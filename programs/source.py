@@ -10,22 +10,22 @@ from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 
-from text2sql_dspy.programs.db.address import parse_address
+from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
 from text2sql_dspy.programs.catalog.catalog import SCHEMA_SUFFIXES, Catalog, Column, load_schema_dir
-from text2sql_dspy.programs.db.database import Database
-from text2sql_dspy.programs.db.engines import open_database
-from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
 from text2sql_dspy.programs.catalog.documentation import docs_beside, load_docs, with_docs
 from text2sql_dspy.programs.catalog.introspection import introspect
-from text2sql_dspy.programs.bundled import BUNDLED_DB_ID, BUNDLED_SCHEMAS, ensure_bundled_database
+from text2sql_dspy.programs.catalog.samples import sampled
+from text2sql_dspy.programs.catalog.values import value_index
+from text2sql_dspy.programs.db.address import parse_address
+from text2sql_dspy.programs.db.database import Database
+from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
+from text2sql_dspy.programs.db.engines import open_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.examples.identity import catalog_key
 from text2sql_dspy.programs.query.grouping import regrouped
 from text2sql_dspy.programs.query.rename import renamed
 from text2sql_dspy.programs.query.requalify import requalified
-from text2sql_dspy.programs.catalog.samples import sampled
 from text2sql_dspy.programs.query.validator import SQLValidator
-from text2sql_dspy.programs.catalog.values import value_index
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ def open_source(
     the database lacks raises :class:`SchemaFileError`. With no ``db_path``, the schema folder
     alone describes the data (the bundled schemas find their bundled database).
 
-    ``docs`` (:func:`~.catalog.documentation.load_docs`: BIRD's ``database_description/``, dbt's ``schema.yml``) adds column
-    and table descriptions; a SQLite file with a ``database_description/`` folder beside it (a BIRD
+    ``docs`` (:func:`~.catalog.documentation.load_docs`: BIRD's ``database_description/``, dbt's ``schema.yml``)
+    adds column and table descriptions; a SQLite file with a ``database_description/`` folder beside it (a BIRD
     download) gets that folder's without being asked.
     """
     asked = (_cwd(), *(None if arg is None else str(arg) for arg in (db_path, schema_dir, docs)))
@@ -156,7 +156,8 @@ def _opened(db_path: Path | str | None, schema_dir: Path | str | None, docs: Pat
             actual = introspect(database)
             if not actual.tables:  # an empty file opens as an empty database: nothing to ask about
                 raise DatabaseError(
-                    f"{address.shown} has no tables (or none this role may read). Check --db, or build the database first."
+                    f"{address.shown} has no tables (or none this role may read). Check --db, "
+                    "or build the database first."
                 )
             catalog = actual if schema_dir is None else load_schema_dir(Path(schema_dir), db_id)
             if schema_dir is not None:
@@ -193,7 +194,8 @@ def _schema_only(schema_dir: Path | str | None, docs: Path | str | None = None) 
     with _lock:
         if key not in _cache:
             catalog = load_schema_dir(folder)
-            _cache[key] = DataSource(folder.name, catalog if docs is None else with_docs(catalog, load_docs(docs)), None)
+            _cache[key] = DataSource(folder.name, catalog if docs is None else with_docs(catalog, load_docs(docs)),
+                                     None)
         return _cache[key]
 
 

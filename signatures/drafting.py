@@ -39,7 +39,8 @@ class EditSQL(dspy.Signature):
     """
 
     table_schemas: str = dspy.InputField(desc="CREATE TABLE statements; comments give descriptions and stored values")
-    facts: str = dspy.InputField(desc="the conversation so far, and stored values like the question's words", default="")
+    facts: str = dspy.InputField(desc="the conversation so far, and stored values like the question's words",
+                                 default="")
     previous_sql: str = dspy.InputField(desc="the query that answered the question before this one")
     question: str = dspy.InputField(desc="the follow-up question")
     hints: str = dspy.InputField(desc="feedback on an earlier attempt, or empty", default="")

@@ -64,7 +64,8 @@ class JudgeSQL(dspy.Signature):
 
     question: str = dspy.InputField(desc="the user's original question")
     sql_query: str = dspy.InputField(desc="the SQL query under review")
-    execution_result: str = dspy.InputField(desc="what the query returned: columns, row count, first rows, or the error")
+    execution_result: str = dspy.InputField(desc="what the query returned: columns, row count, first rows, "
+                                                 "or the error")
     is_correct: bool = dspy.OutputField(desc="true if the result is what the question asks for")
     issues: list[str] = dspy.OutputField(desc="semantic problems found; empty if none", default_factory=list)
     suggestions: list[str] = dspy.OutputField(desc="specific fixes, one per issue; empty if none", default_factory=list)

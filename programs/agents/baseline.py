@@ -16,7 +16,8 @@ from text2sql_dspy.signatures import DraftSQL
 
 
 class Baseline(Text2SQLProgram):
-    """Show the schema (whole, or the retrieved tables), draft once, return the draft: unless it writes, which is refused."""
+    """Show the schema (whole, or the retrieved tables), draft once, return the draft: unless it writes, which is
+    refused."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -6,8 +6,8 @@ score its confidence the same way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -102,7 +102,8 @@ def draft_sql(
     if sql and source is not None:
         sql = source.runnable(sql, shown)
     confidence = mean_token_probability(tokens)
-    return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence, None if sql else "the reply held no SQL",
+    return Draft(sql, NEUTRAL_CONFIDENCE if confidence is None else confidence,
+                 None if sql else "the reply held no SQL",
                  weakest=lowest_token_probability(tokens), tokens=len(tokens), doubts=doubtful_tokens(tokens),
                  margin=narrowest_margin(tokens), truncated=_ran_to_cap(reply, max_tokens, next(iter(fields))),
                  seconds=seconds)

@@ -39,11 +39,13 @@ def make_program(spec: str, **options: Any) -> Text2SQLProgram:
             kind = meta["program"]
         except (OSError, json.JSONDecodeError, KeyError) as exc:
             raise ConfigurationError(
-                f"{meta_file} is missing or has no 'program' entry ({exc}); it is written next to every compiled program."
+                f"{meta_file} is missing or has no 'program' entry ({exc}); "
+                "it is written next to every compiled program."
             ) from exc
     cls = PROGRAMS.get(kind)
     if cls is None:
-        raise ConfigurationError(f"unknown program {spec!r}: use one of {', '.join(PROGRAMS)}, or a compiled .json path.")
+        raise ConfigurationError(f"unknown program {spec!r}: use one of {', '.join(PROGRAMS)}, "
+                                 "or a compiled .json path.")
     if not issubclass(cls, ReActAgent):  # only the agents take a judge
         for key in ("judge_model_id", "judge_lm", "max_judge_calls"):
             options.pop(key, None)

@@ -1,4 +1,5 @@
-"""The repair loop: a stock ``dspy.ReAct`` over the drafting signature, for a question whose drafts found no valid query.
+"""The repair loop: a stock ``dspy.ReAct`` over the drafting signature, for a question whose drafts found no valid
+query.
 
 The loop is built once per program (:func:`repair_agent`), so optimizers find and tune its ``react`` and
 ``extract`` predictors. Each call gets the question's tools as closures in a dict of its own (:func:`repair`):

@@ -214,7 +214,8 @@ class Catalog(BaseModel):
         return Catalog(db_id=self.db_id, tables=chosen)
 
     def render(
-        self, names: Iterable[str] | None = None, *, samples: bool = True, brief: bool = False, values_only: bool = False
+        self, names: Iterable[str] | None = None, *, samples: bool = True, brief: bool = False,
+        values_only: bool = False
     ) -> str:
         """``CREATE TABLE`` statements for ``names`` (default: every table), separated by blank lines."""
         tables = self.tables if names is None else self.subset(names).tables
@@ -259,13 +260,15 @@ def introspect_sqlite(db_path: Path, db_id: str | None = None) -> Catalog:
         names = [
             row[0]
             for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+                "ORDER BY rowid"
             )
         ]
         tables = []
         for name in names:
             quoted = _quote(name)
-            fks = {row[3]: f"{row[2]}.{row[4] or 'rowid'}" for row in conn.execute(f"PRAGMA foreign_key_list({quoted})")}
+            fks = {row[3]: f"{row[2]}.{row[4] or 'rowid'}"
+                   for row in conn.execute(f"PRAGMA foreign_key_list({quoted})")}
             unique = _unique_columns(conn, name)
             columns = [
                 Column(
@@ -369,9 +372,11 @@ def _column_comment(column: Column, samples: bool) -> str:
     describes_values = "'" in column.description
     if samples and column.opaque:
         parts.append(f"{id_shape(column.samples)}; {OPAQUE}")
-    elif samples and column.samples and column.type.upper() == "TEXT" and not describes_values and not column.references:
+    elif (samples and column.samples and column.type.upper() == "TEXT" and not describes_values
+          and not column.references):
         shown = [
-            s for s in column.samples if isinstance(s, str) and len(s) <= MAX_SAMPLE_CHARS and not _looks_like_timestamp(s)
+            s for s in column.samples if isinstance(s, str) and len(s) <= MAX_SAMPLE_CHARS
+            and not _looks_like_timestamp(s)
         ][:3]
         if shown:
             parts.append(SAMPLES + ", ".join(repr(v) for v in shown))

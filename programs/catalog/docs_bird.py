@@ -48,7 +48,8 @@ def read_bird_folder(folder: Path) -> Docs:
     """The docs of every ``<table>.csv`` in ``folder``; the file's name is the table's."""
     files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.suffix.lower() == ".csv")
     if not files:
-        raise SchemaFileError(f"{folder}: no <table>.csv files. A BIRD database_description/ folder holds one per table.")
+        raise SchemaFileError(f"{folder}: no <table>.csv files. "
+                              "A BIRD database_description/ folder holds one per table.")
     columns: dict[tuple[str, str], str] = {}
     for file in files:
         table = name_key(file.stem)

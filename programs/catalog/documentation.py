@@ -41,7 +41,8 @@ class DocsApplied:
     @property
     def note(self) -> str:
         shown = ", ".join(self.unmatched[:5]) + (", ..." if len(self.unmatched) > 5 else "")
-        extra = f"; {len(self.unmatched)} described name(s) not in the database ignored: {shown}" if self.unmatched else ""
+        extra = f"; {len(self.unmatched)} described name(s) not in the database ignored: {shown}" \
+            if self.unmatched else ""
         return f"docs: {self.filled} description(s) applied to {self.catalog.db_id}{extra}"
 
 
@@ -80,7 +81,8 @@ def with_docs(catalog: Catalog, docs: Docs) -> Catalog:
 
 
 def apply_docs(catalog: Catalog, docs: Docs) -> DocsApplied:
-    """Fill descriptions from ``docs``: an empty one takes the docs' text; a different one keeps its own and adds the docs'."""
+    """Fill descriptions from ``docs``: an empty one takes the docs' text; a different one keeps its own and adds the
+    docs'."""
     filled = 0
     tables = []
     for table in catalog.tables:

@@ -27,7 +27,8 @@ MYSQL_SYSTEM_SCHEMAS = frozenset({"information_schema", "mysql", "performance_sc
 
 def introspect(database: Any) -> Catalog:
     """The catalog of an open :class:`~.database.Database` (no descriptions beyond the engine's comments)."""
-    if database.dialect == "sqlite":  # not the inspector: it lists tables by name and types by affinity (INT as INTEGER)
+    # not the inspector: it lists tables by name and types by affinity (INT as INTEGER)
+    if database.dialect == "sqlite":
         return introspect_sqlite(database.path)
     if database.dialect in ("postgres", "mysql"):
         tables = _postgres_tables(database.engine, database.dialect)
@@ -53,12 +54,14 @@ def _postgres_tables(engine: Any, dialect: str = "postgres") -> list[Table]:
         schemas = sorted(schemas, key=lambda s: (s != default, s))
     for schema in schemas:
         schema_tables: list[Table] = []
-        if schema in SYSTEM_SCHEMAS or schema.startswith("pg_") or (dialect == "mysql" and schema.lower() in MYSQL_SYSTEM_SCHEMAS):
+        if schema in SYSTEM_SCHEMAS or schema.startswith("pg_") or (dialect == "mysql"
+                                                                    and schema.lower() in MYSQL_SYSTEM_SCHEMAS):
             continue
         for name in inspector.get_table_names(schema=schema):
             pk = set(inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or [])
             unique = {
-                u["column_names"][0] for u in inspector.get_unique_constraints(name, schema=schema) if len(u["column_names"]) == 1
+                u["column_names"][0] for u in inspector.get_unique_constraints(name, schema=schema)
+                if len(u["column_names"]) == 1
             }
             references = {}
             for fk in inspector.get_foreign_keys(name, schema=schema):

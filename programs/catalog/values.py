@@ -53,8 +53,8 @@ FUZZY_CUTOFF = 88.0
 NEAR_SPELLING = 90.0  # a fuzzy match this close counts as much as containing the phrase
 EXTRA_WORDS = 3  # a value with more words than the phrase plus these contains it only in passing
 ALSO_MATCHED = 0.5  # added to a value's score for each further phrase of the question it matches
-WEAKER = 1.5
-MIN_SCORE = 2.0  # a column matched only by fuzzy single words or in passing is not shown  # a value scored this much below its column's best match is not shown
+WEAKER = 1.5  # a value scored this much below its column's best match is not shown
+MIN_SCORE = 2.0  # a column matched only by fuzzy single words or in passing is not shown
 MAX_COLUMNS_SHOWN = 6
 MAX_VALUES_SHOWN = 4
 HEADING = "-- Stored values resembling words of the question (use one only where the question means it, as stored):"
@@ -309,7 +309,8 @@ def render_matches(matches: list[ValueMatch]) -> str:
 
 
 def indexed_columns(catalog: Catalog) -> list[tuple[str, Column]]:
-    """The columns worth indexing: text columns that are neither keys nor ids (CHESS's rule, by declared type and name)."""
+    """The columns worth indexing: text columns that are neither keys nor ids (CHESS's rule, by declared type and
+    name)."""
     chosen = []
     for table in catalog.tables:
         for column in table.columns:
@@ -330,7 +331,8 @@ def keeps(values: list[str], column: Column) -> bool:
 
 
 def build_value_index(database: Any, catalog: Catalog, *, progress: bool = True, timeout_s: float = 10.0) -> ValueIndex:
-    """Read the distinct values of :func:`indexed_columns` through ``database`` (read-only, each under ``timeout_s``)."""
+    """Read the distinct values of :func:`indexed_columns` through ``database`` (read-only, each under
+    ``timeout_s``)."""
     columns = []
     chosen = indexed_columns(catalog)
     bar = tqdm(chosen, desc=f"Indexing values of {catalog.db_id}", unit="col", disable=not progress or len(chosen) < 2,

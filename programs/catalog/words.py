@@ -21,7 +21,8 @@ __all__ = ["FREQUENT_WORDS", "RETRIEVAL_STOPWORDS", "STOPWORDS", "common_word", 
 STOPWORDS = frozenset(
     """a an and are as at be by did do does for from has have how i in is it its me my of on or our than that the their
     them there these they this those to was were what when where which who whom whose why will with would you your all
-    any each list give find tell show please get return display much many number count total average name names""".split()
+    any each list give find tell show please get return display much many number count total average name
+    names""".split()
 )
 
 #: :data:`STOPWORDS` less the words that are also what columns are called (a table with a ``name`` or a ``total``

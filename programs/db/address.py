@@ -32,7 +32,8 @@ SUPPORTED = (
 
 @dataclass(frozen=True)
 class DatabaseAddress:
-    """A parsed database location. ``path`` is set for file engines (SQLite, DuckDB), ``url`` for PostgreSQL and MySQL."""
+    """A parsed database location. ``path`` is set for file engines (SQLite, DuckDB), ``url`` for PostgreSQL and
+    MySQL."""
 
     engine: Engine
     db_id: str
@@ -107,5 +108,6 @@ def parse_address(target: Path | str) -> DatabaseAddress:
     except (ArgumentError, ValueError) as exc:
         raise DatabaseError(f"cannot read the database URL ({exc}): use {SUPPORTED}.") from None
     if not url.database:
-        raise DatabaseError(f"the URL names no database: write {_URL_FORMS[engine_name]} (got {url.render_as_string()}).")
+        raise DatabaseError(f"the URL names no database: write {_URL_FORMS[engine_name]} (got "
+                            f"{url.render_as_string()}).")
     return DatabaseAddress(engine_name, url.database, url=text)

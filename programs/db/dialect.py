@@ -208,7 +208,8 @@ def _read_sqlite_habits(sql: str, known: set[str]) -> exp.Expression | None:
     aliases = {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
     for column in list(tree.find_all(exp.Column)):
         ident = column.this
-        if isinstance(ident, exp.Identifier) and ident.quoted and not column.table and ident.this.lower() not in known | aliases:
+        if (isinstance(ident, exp.Identifier) and ident.quoted and not column.table
+                and ident.this.lower() not in known | aliases):
             column.replace(exp.Literal.string(ident.this))
     for node in list(tree.find_all(exp.Anonymous, exp.Date)):
         replacement = _mysql_date(node)
@@ -379,7 +380,8 @@ def _first_row_of_compared_subqueries(tree: exp.Expression) -> bool:
     limited = False
     for subquery in list(tree.find_all(exp.Subquery)):
         select = subquery.this
-        if not isinstance(subquery.parent, _COMPARISONS) or not isinstance(select, exp.Select) or select.args.get("limit"):
+        if (not isinstance(subquery.parent, _COMPARISONS) or not isinstance(select, exp.Select)
+                or select.args.get("limit")):
             continue
         if select.args.get("group") is None and any(p.find(exp.AggFunc) for p in select.expressions):
             continue  # an aggregate over the whole input: one row already

@@ -1,5 +1,5 @@
-"""PostgreSQL, MySQL/MariaDB and DuckDB behind the :class:`~.database.Database` interface, connected through SQLAlchemy 2;
-:func:`open_database` opens any engine's database (SQLite's too) from its address.
+"""PostgreSQL, MySQL/MariaDB and DuckDB behind the :class:`~.database.Database` interface, connected through
+SQLAlchemy 2; :func:`open_database` opens any engine's database (SQLite's too) from its address.
 
 Both are read-only by the engine's own guarantees, not by trusting the validator:
 
@@ -10,8 +10,8 @@ Both are read-only by the engine's own guarantees, not by trusting the validator
   (:class:`RoleCanWriteWarning`) when the role could write, so that users give it a SELECT-only role.
 * **MySQL and MariaDB** (PyMySQL): one statement per call (the client never asks for multi-statements),
   and only a query is sent: text that starts with no ``SELECT``/``WITH`` (a read-only transaction still lets
-  ``SET PASSWORD`` through) or holds an executable comment ``/*! ... */`` is refused before it is sent; every query runs in its
-  own ``START TRANSACTION READ ONLY`` (the session's default read-only too, since DDL commits the open
+  ``SET PASSWORD`` through) or holds an executable comment ``/*! ... */`` is refused before it is sent; every query
+  runs in its own ``START TRANSACTION READ ONLY`` (the session's default read-only too, since DDL commits the open
   transaction and runs in a new one) under a statement time limit (``max_statement_time`` on MariaDB,
   ``max_execution_time`` on MySQL, and ``KILL QUERY`` from a second connection as a backstop), and is
   rolled back. Opening warns (:class:`RoleCanWriteWarning`) when ``SHOW GRANTS`` says the role could write.
@@ -55,7 +55,8 @@ DUCKDB_CONNECT_ARGS = {
 }
 
 # Volatile built-ins that only read (or only compute); every other volatile function may write.
-HARMLESS_VOLATILE = frozenset({"random", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4", "random_normal"})
+HARMLESS_VOLATILE = frozenset({"random", "clock_timestamp", "timeofday", "gen_random_uuid", "uuid_generate_v4",
+                               "random_normal"})
 
 
 class RoleCanWriteWarning(UserWarning):
@@ -68,7 +69,8 @@ class EngineDatabase:
     dialect = ""
     refused_functions: frozenset[str] = frozenset()
 
-    def __init__(self, address: DatabaseAddress, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS):
+    def __init__(self, address: DatabaseAddress, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 max_rows: int = DEFAULT_MAX_ROWS):
         self.address = address
         self.timeout_s = timeout_s
         self.max_rows = max_rows
@@ -147,7 +149,8 @@ class PostgresDatabase(EngineDatabase):
     def _create_engine(self) -> Any:
         from sqlalchemy import create_engine
 
-        options = f"-c default_transaction_read_only=on -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+        options = ("-c default_transaction_read_only=on "
+                   f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}")
         return create_engine(
             self.address.sqlalchemy_url(),
             pool_size=4,
@@ -262,7 +265,8 @@ class QueryRefused(Exception):
 
 
 def has_executable_comment(sql: str) -> bool:
-    """Whether ``sql`` holds a MySQL executable comment (``/*! ... */``, ``/*M! ... */``), whose text the server runs."""
+    """Whether ``sql`` holds a MySQL executable comment (``/*! ... */``, ``/*M! ... */``), whose text the server
+    runs."""
     return "/*!" in sql or "/*m!" in sql.lower()
 
 
@@ -293,7 +297,8 @@ class MySQLDatabase(EngineDatabase):
             raise QueryRefused("refused: an executable comment (/*! ... */) runs its text as SQL")
         first = _first_word(sql)
         if first not in _MYSQL_QUERY_STARTS:  # a READ ONLY transaction still lets SET PASSWORD, KILL ... through
-            raise QueryRefused(f"refused: only a query (SELECT, WITH) is sent to the server, not {first or 'this text'}")
+            raise QueryRefused("refused: only a query (SELECT, WITH) is sent to the server, not "
+                               f"{first or 'this text'}")
         import pymysql.cursors
 
         with self.engine.connect() as conn:
@@ -439,7 +444,8 @@ class DuckDBDatabase(EngineDatabase):
         from sqlalchemy import create_engine
         from sqlalchemy.pool import QueuePool
 
-        return create_engine(self.address.sqlalchemy_url(), poolclass=QueuePool, pool_size=2, connect_args=DUCKDB_CONNECT_ARGS)
+        return create_engine(self.address.sqlalchemy_url(), poolclass=QueuePool, pool_size=2,
+                             connect_args=DUCKDB_CONNECT_ARGS)
 
     def _run(self, sql: str, timeout: float, cap: int) -> tuple[list[str], list[tuple]]:
         with self.engine.connect() as conn:
@@ -462,7 +468,8 @@ class DuckDBDatabase(EngineDatabase):
 
     def _is_denied(self, exc: Exception) -> bool:
         text = str(exc)
-        return type(exc).__name__ == "PermissionException" or "read-only mode" in text or "disabled by configuration" in text
+        return (type(exc).__name__ == "PermissionException" or "read-only mode" in text
+                or "disabled by configuration" in text)
 
     def _connection_hint(self, message: str) -> str:
         return f"cannot open {self.address.shown} as a DuckDB file: {message[:300]} (check the file, or rebuild it)."

@@ -15,7 +15,8 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 __all__ = [
-    "DANGEROUS_FUNCTIONS", "MYSQL_DANGEROUS_FUNCTIONS", "WRITE_KEYWORDS", "ALARM_WORDS", "QUERY_START_WORDS", "SQL_START_WORDS",
+    "DANGEROUS_FUNCTIONS", "MYSQL_DANGEROUS_FUNCTIONS", "WRITE_KEYWORDS", "ALARM_WORDS", "QUERY_START_WORDS",
+    "SQL_START_WORDS",
     "READ_ONLY_HINT", "policy_violation", "refusal", "refused_word", "statement_keywords", "statement_label",
 ]  # fmt: skip
 
@@ -65,7 +66,8 @@ _OTHER_STATEMENT_KEYWORDS = frozenset(
         "DO", "LISTEN", "NOTIFY", "UNLISTEN", "RESET", "DISCARD", "PREPARE", "DEALLOCATE", "REFRESH", "CLUSTER",
         "CHECKPOINT", "EXPORT", "IMPORT", "INSTALL", "FORCE", "SECURITY", "REASSIGN", "START",
         # MySQL and MariaDB
-        "HANDLER", "FLUSH", "PURGE", "RESET", "SHUTDOWN", "REPAIR", "OPTIMIZE", "UNINSTALL", "XA", "BINLOG", "CACHE", "SIGNAL", "RESIGNAL",
+        "HANDLER", "FLUSH", "PURGE", "RESET", "SHUTDOWN", "REPAIR", "OPTIMIZE", "UNINSTALL", "XA", "BINLOG", "CACHE",
+        "SIGNAL", "RESIGNAL",
     }
 )  # fmt: skip
 _STATEMENT_WORDS = WRITE_KEYWORDS | _OTHER_STATEMENT_KEYWORDS
@@ -93,7 +95,8 @@ _NODE_LABELS = {
     "Insert": "INSERT", "Update": "UPDATE", "Delete": "DELETE", "Merge": "MERGE", "Create": "CREATE",
     "Drop": "DROP", "Alter": "ALTER", "TruncateTable": "TRUNCATE", "Pragma": "PRAGMA", "Attach": "ATTACH",
     "Detach": "DETACH", "Transaction": "BEGIN", "Commit": "COMMIT", "Rollback": "ROLLBACK",
-    "Analyze": "ANALYZE", "Into": "SELECT ... INTO", "LoadData": "LOAD DATA", "Lock": "SELECT ... FOR UPDATE/SHARE (row locks)",
+    "Analyze": "ANALYZE", "Into": "SELECT ... INTO", "LoadData": "LOAD DATA",
+    "Lock": "SELECT ... FOR UPDATE/SHARE (row locks)",
     "Install": "INSTALL",
 }  # fmt: skip
 
@@ -135,7 +138,8 @@ def _mysql_hazard(tokens: Sequence[Token]) -> str | None:
                 return f"SELECT ... INTO {following.text.upper()}"
             if statement_keywords(tokens)[:1] in (["SELECT"], ["WITH"]):
                 return "SELECT ... INTO"
-        if following is not None and following.token_type == TokenType.L_PAREN and token.text.lower() in DANGEROUS_FUNCTIONS:
+        if (following is not None and following.token_type == TokenType.L_PAREN
+                and token.text.lower() in DANGEROUS_FUNCTIONS):
             return f"function {token.text.lower()}()"
         if word in ("NEXT", "PREVIOUS") and following is not None and following.text.upper() == "VALUE":
             return f"{word} VALUE FOR (a sequence)"
@@ -148,7 +152,8 @@ def _mysql_hazard(tokens: Sequence[Token]) -> str | None:
 
 
 def is_executable_comment(comment: str) -> bool:
-    """Whether a comment's text (as sqlglot keeps it, without ``/*``) is one MySQL runs: ``/*! ... */``, ``/*M! ... */``."""
+    """Whether a comment's text (as sqlglot keeps it, without ``/*``) is one MySQL runs: ``/*! ... */``,
+    ``/*M! ... */``."""
     return comment.startswith("!") or comment[:2].upper() == "M!"
 
 

@@ -7,8 +7,9 @@ then still finds the table. On MySQL/MariaDB table names are folded (run the ser
 ``lower_case_table_names=1`` so that ``FROM Student`` finds ``student``) and column names keep their case (MySQL
 compares them without it). On MySQL a text column in a key is a ``VARCHAR(255)`` (a TEXT column cannot be one),
 floats are ``DOUBLE``, text and blobs ``LONGTEXT``/``LONGBLOB`` only where a value passes 64 KB. A column whose
-stored values do not fit its declared type (SQLite lets ``'n/a'`` into an INTEGER column) becomes TEXT; a foreign key declared TEXT that holds only integers and refers to an
-integer column becomes an integer, so that the key survives (Spider's ``concert.Stadium_ID``).
+stored values do not fit its declared type (SQLite lets ``'n/a'`` into an INTEGER column) becomes TEXT; a foreign
+key declared TEXT that holds only integers and refers to an integer column becomes an integer, so that the key
+survives (Spider's ``concert.Stadium_ID``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.catalog.catalog import Catalog, connect_readonly, introspect_sqlite
+from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.errors import DatabaseError
 
 _INTEGER_WORDS = ("INT",)
@@ -57,7 +58,8 @@ def copy_sqlite_database(
             Column(
                 fold_column(c.name),
                 types.BigInteger() if (table.name.lower(), c.name.lower()) in integer_keys else
-                _sql_type(c.type, [r[i] for r in values], types, mysql=mysql, key=(table.name.lower(), c.name.lower()) in keys),
+                _sql_type(c.type, [r[i] for r in values], types, mysql=mysql,
+                          key=(table.name.lower(), c.name.lower()) in keys),
                 nullable=True,
                 autoincrement=False,
                 comment=_description(documented.column(c.name) if documented is not None else None),

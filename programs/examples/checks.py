@@ -16,8 +16,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from text2sql_dspy.programs.answer import check_question
-from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError, QuestionError
+from text2sql_dspy.programs.source import DataSource
 
 RUN_TIMEOUT_S = 30.0
 MAX_NOTE_CHARS = 2000
@@ -46,7 +46,8 @@ def verify_pair(source: DataSource, question: object, sql: object) -> Verified:
     result = source.validator.validate(sql)
     if result.dangerous:
         raise ExampleError(
-            f"pair refused, the SQL is not a read: {'; '.join(result.errors)}. Store the SELECT that answers the question."
+            f"pair refused, the SQL is not a read: {'; '.join(result.errors)}. Store the "
+            "SELECT that answers the question."
         )
     if not result.valid:
         advice = f" ({'; '.join(result.suggestions)})" if result.suggestions else ""
@@ -67,7 +68,8 @@ def verify_note(text: object) -> str:
         )
     text = " ".join(text.split())
     if len(text) > MAX_NOTE_CHARS:
-        raise ExampleError(f"note refused: it is {len(text):,} characters; the limit is {MAX_NOTE_CHARS:,}. Shorten it.")
+        raise ExampleError(f"note refused: it is {len(text):,} characters; the limit is {MAX_NOTE_CHARS:,}. "
+                           "Shorten it.")
     return text
 
 
@@ -76,7 +78,8 @@ def _require_query(sql: str, dialect: str) -> None:
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except SqlglotError as exc:
-        raise ExampleError(f"pair refused, the SQL does not parse as {dialect} SQL: {str(exc)[:300]}. Fix the SQL.") from None
+        raise ExampleError(f"pair refused, the SQL does not parse as {dialect} SQL: {str(exc)[:300]}. "
+                           "Fix the SQL.") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise ExampleError("pair refused, the SQL is not a read. Store the one SELECT that answers the question.")
 

@@ -19,13 +19,13 @@ import json
 import sys
 from dataclasses import asdict
 
-from text2sql_dspy.programs.command import Command, positive_int
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.source import DataSource
+from text2sql_dspy.programs.command import Command, positive_int
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.identity import KEY_DIGITS, database_key
 from text2sql_dspy.programs.examples.imports import ImportReport
 from text2sql_dspy.programs.examples.store import ExampleStore, Saved
+from text2sql_dspy.programs.source import DataSource
 
 PARTIAL_IMPORT = 1
 LEARN_USAGE = 'give one thing to learn: "QUESTION" "SQL", --note TEXT, --file PATH or --split NAME'
@@ -34,10 +34,12 @@ LEARN_USAGE = 'give one thing to learn: "QUESTION" "SQL", --note TEXT, --file PA
 def add_store_arguments(parser: argparse.ArgumentParser, *, db: bool = True) -> None:
     """``--examples`` (and ``--db``, ``--schema``): which store, and which database's examples."""
     if db:
-        parser.add_argument("--db", help="database: a SQLite file or a URL, as for ask (default: the bundled demo database)")
+        parser.add_argument("--db",
+                            help="database: a SQLite file or a URL, as for ask (default: the bundled demo database)")
         parser.add_argument("--schema", help="folder of per-table schema files (default: schemas/<db_id> if it exists)")
     parser.add_argument(
-        "--examples", help="the example store, a SQLite file (default: $TEXT2SQL_EXAMPLES, else examples.sqlite in the cache dir)"
+        "--examples",
+        help="the example store, a SQLite file (default: $TEXT2SQL_EXAMPLES, else examples.sqlite in the cache dir)"
     )
 
 
@@ -49,7 +51,8 @@ def add_learn_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--file", help="a JSON list of {question, sql} or a CSV with question,sql columns")
     parser.add_argument("--split", help="a Spider-format split, e.g. train: each entry goes to its db_id's database")
-    parser.add_argument("--data", default=str(BUNDLED_DATA), help="Spider-format folder for --split (default: the bundled data/)")
+    parser.add_argument("--data", default=str(BUNDLED_DATA),
+                        help="Spider-format folder for --split (default: the bundled data/)")
     add_store_arguments(parser)
 
 
@@ -68,7 +71,10 @@ def learn(args: argparse.Namespace) -> int:
     source = store_source(args)
     if args.file is not None:
         return print_report(store.import_file(source, args.file), store)
-    saved = store.save_note(source, args.note) if args.note is not None else store.save_pair(source, args.question, args.sql)
+    if args.note is not None:
+        saved = store.save_note(source, args.note)
+    else:
+        saved = store.save_pair(source, args.question, args.sql)
     print(describe_saved(saved, source, store))
     return 0
 
@@ -95,7 +101,8 @@ def examples(args: argparse.Namespace) -> int:
     elif args.action == "delete":
         if not store.delete(source, args.id):
             raise ExampleError(
-                f"database {source.db_id!r} has no example #{args.id} in {store.path}. 'text2sql examples list' shows the ids."
+                f"database {source.db_id!r} has no example #{args.id} in {store.path}. "
+                "'text2sql examples list' shows the ids."
             )
         print(f"deleted example #{args.id} of database {source.db_id!r}")
     elif args.json:
@@ -132,7 +139,8 @@ def store_source(args: argparse.Namespace) -> DataSource:
 def save_answer(source: DataSource, question: str, sql: str, examples_path: str | None) -> None:
     """``ask --save``: store the answer as a confirmed pair, through the same checks; a refusal raises."""
     if not sql:
-        raise ExampleError("not saved: no query was produced. Rephrase the question, or store the right SQL with text2sql learn.")
+        raise ExampleError("not saved: no query was produced. Rephrase the question, "
+                           "or store the right SQL with text2sql learn.")
     store = ExampleStore(examples_path)
     print(describe_saved(store.save_pair(source, question, sql, origin="confirmed"), source, store), file=sys.stderr)
 

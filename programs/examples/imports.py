@@ -23,10 +23,9 @@ from sqlglot import ErrorLevel
 from sqlglot.errors import SqlglotError
 from tqdm.auto import tqdm
 
-from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.identity import database_key
-
+from text2sql_dspy.programs.source import DataSource, open_source
 
 
 class Store(Protocol):
@@ -77,7 +76,8 @@ class ImportReport:
         return f"added {self.added}, merged {self.merged}, already stored {self.unchanged}, refused {len(self.refused)}"
 
 
-def import_entries(store: Store, source: DataSource, entries: Iterable[Entry], *, bar: tqdm | None = None) -> ImportReport:
+def import_entries(store: Store, source: DataSource, entries: Iterable[Entry], *,
+                   bar: tqdm | None = None) -> ImportReport:
     """Save each entry through the store's checks; a refusal is recorded, never raised. ``bar`` counts entries."""
     report = ImportReport(keys={source.db_id: database_key(source)})
     for entry in map(partial(in_dialect_of, source), entries):
@@ -134,7 +134,8 @@ def _csv_records(path: Path, text: str) -> list[dict[str, Any]]:
 def _entry(record: dict[str, Any], origin: str) -> Entry:
     kind = "note" if record.get("kind") == "note" else "pair"
     sql = record["sql"] if record.get("sql") is not None else record.get("query")
-    return Entry(kind, record.get("question"), sql, str(record.get("origin") or origin), str(record.get("dialect") or ""))
+    return Entry(kind, record.get("question"), sql, str(record.get("origin") or origin),
+                 str(record.get("dialect") or ""))
 
 
 def import_split_into(store: Store, data_dir: Path, split: str, origin: str, *, progress: bool) -> ImportReport:
@@ -144,7 +145,8 @@ def import_split_into(store: Store, data_dir: Path, split: str, origin: str, *, 
 
     groups: dict[str, list[Entry]] = {}
     for example in load_split(data_dir, split):
-        groups.setdefault(example.db_path, []).append(Entry("pair", example.question, example.gold_sql, origin, "sqlite"))
+        groups.setdefault(example.db_path, []).append(Entry("pair", example.question, example.gold_sql, origin,
+                                                            "sqlite"))
     report = ImportReport()
     with progress_bar(sum(map(len, groups.values())), f"checking {split} pairs", progress) as bar:
         for db_path, entries in groups.items():
@@ -166,7 +168,8 @@ def in_dialect_of(source: DataSource, entry: Entry) -> Entry:
         if entry.dialect == "sqlite":
             sql = transpile_gold(entry.sql, source.dialect, source.column_names)
         else:
-            sql = sqlglot.transpile(entry.sql, read=entry.dialect, write=source.dialect, unsupported_level=ErrorLevel.RAISE)[0]
+            sql = sqlglot.transpile(entry.sql, read=entry.dialect, write=source.dialect,
+                                    unsupported_level=ErrorLevel.RAISE)[0]
     except (TranspileError, SqlglotError, ValueError, IndexError):
         return entry
     return replace(entry, sql=sql)

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.examples.identity import normalise_question
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
 from text2sql_dspy.programs.retrieval.embedder import encode_texts
 from text2sql_dspy.programs.retrieval.schema_view import estimated_tokens
+from text2sql_dspy.programs.source import DataSource
 
 __all__ = ["DEFAULT_K", "PAIRS_GUIDE", "ExampleSelector", "mask_question", "mask_words", "name_parts", "render_pairs",
            "schema_name_parts", "with_notes"]
@@ -55,7 +55,8 @@ class _Index:
 class ExampleSelector:
     """Chooses demos from an :class:`~.store.ExampleStore` for each question (see the module docstring)."""
 
-    def __init__(self, store: ExampleStore, *, k: int = DEFAULT_K, mask: bool = False, exclude_same_question: bool = False):
+    def __init__(self, store: ExampleStore, *, k: int = DEFAULT_K, mask: bool = False,
+                 exclude_same_question: bool = False):
         """``exclude_same_question``: never show a pair whose question is the one asked (for scoring on stored
         questions, as compile does, where showing a question its own answer would teach nothing)."""
         self.store = store
@@ -159,8 +160,10 @@ def mask_words(question: str, names: set[str]) -> str:
 
 
 def schema_name_parts(source: DataSource) -> set[str]:
-    """The lower-cased names of ``source``'s tables and columns, and their ``_``-separated parts of 3 letters or more."""
-    return name_parts([t.name for t in source.catalog.tables] + [c.name for t in source.catalog.tables for c in t.columns])
+    """The lower-cased names of ``source``'s tables and columns, and their ``_``-separated parts of 3 letters or
+    more."""
+    return name_parts([t.name for t in source.catalog.tables]
+                      + [c.name for t in source.catalog.tables for c in t.columns])
 
 
 def name_parts(names: list[str]) -> set[str]:

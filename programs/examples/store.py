@@ -38,15 +38,14 @@ from pathlib import Path
 from typing import Literal
 
 from text2sql_dspy.programs.cache import default_cache_dir
-from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.programs.errors import ExampleError
 from text2sql_dspy.programs.examples.checks import verify_note, verify_pair
 from text2sql_dspy.programs.examples.identity import database_key, normalise_question
-from text2sql_dspy.programs.examples.imports import (
-    ImportReport, import_entries, import_split_into, read_entries,
-)
+from text2sql_dspy.programs.examples.imports import ImportReport, import_entries, import_split_into, read_entries
+from text2sql_dspy.programs.source import DataSource
 
-__all__ = ["ExampleError", "ExampleStore", "ImportReport", "Saved", "StoredExample", "database_key", "default_store_path"]
+__all__ = ["ExampleError", "ExampleStore", "ImportReport", "Saved", "StoredExample", "database_key",
+           "default_store_path"]
 
 STORE_ENV = "TEXT2SQL_EXAMPLES"
 STORE_FILENAME = "examples.sqlite"
@@ -134,14 +133,16 @@ class ExampleStore:
         return self._save(source, "note", verify_note(text), "", origin, "a note", "")
 
     def import_file(self, source: DataSource, path: Path | str, *, origin: str = "import") -> ImportReport:
-        """Import a JSON list of {"question", "sql" or "query"} (an :meth:`export` too) or a CSV with question,sql columns.
+        """Import a JSON list of {"question", "sql" or "query"} (an :meth:`export` too) or a CSV with question,sql
+        columns.
 
         An entry's own ``origin`` and ``kind`` (as :meth:`export` writes them) are kept; else ``origin`` applies.
         SQL whose ``dialect`` is another engine's is transpiled to this database's before the checks.
         """
         return import_entries(self, source, read_entries(Path(path), origin))
 
-    def import_split(self, data_dir: Path | str, split: str, *, origin: str = TRAIN, progress: bool = True) -> ImportReport:
+    def import_split(self, data_dir: Path | str, split: str, *, origin: str = TRAIN,
+                     progress: bool = True) -> ImportReport:
         """Import a Spider-format split, each entry into its ``db_id``'s database, one database at a time."""
         return import_split_into(self, Path(data_dir), split, origin, progress=progress)
 
@@ -163,7 +164,8 @@ class ExampleStore:
     def keys(self) -> dict[str, int]:
         """Every database key in the store, with its number of examples."""
         with self._connect() as conn:
-            return dict(conn.execute("SELECT db_key, count(*) FROM examples GROUP BY db_key ORDER BY db_key").fetchall())
+            return dict(conn.execute("SELECT db_key, count(*) FROM examples GROUP BY db_key "
+                                     "ORDER BY db_key").fetchall())
 
     def export(self, source_or_key: DataSource | str, path: Path | str) -> int:
         """Write the database's examples as a JSON list :meth:`import_file` reads back; how many were written."""
@@ -188,7 +190,8 @@ class ExampleStore:
                 raise TypeError(f"a JSON list was expected, not {type(rows).__name__}")
             values = [[row[name] for name in DUMPED] + [normalise_question(row["question"]), _now()] for row in rows]
         except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise ExampleError(f"cannot restore examples from {path}: {exc!r}. Give a file written by a compile.") from None
+            raise ExampleError(f"cannot restore examples from {path}: {exc!r}. "
+                               "Give a file written by a compile.") from None
         with self._write() as conn:
             before = conn.total_changes
             conn.executemany(
@@ -222,7 +225,8 @@ class ExampleStore:
             if row["sql"] == sql or (origin == TRAIN and row["origin"] != TRAIN):
                 return Saved(_example(row), "unchanged")
             conn.execute(
-                "UPDATE examples SET question = ?, sql = ?, dialect = ?, origin = ?, checked = ?, updated = ? WHERE id = ?",
+                "UPDATE examples SET question = ?, sql = ?, dialect = ?, origin = ?, checked = ?, updated = ? "
+                "WHERE id = ?",
                 [question, sql, dialect, origin, checked, now, row["id"]],
             )
             return Saved(self._row(conn, row["id"]), "merged")
@@ -256,7 +260,8 @@ class ExampleStore:
             raise ExampleError(f"{self.path} is a SQLite database but not an example store. {_FIX}")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > STORE_VERSION:
-            raise ExampleError(f"{self.path} was written by a newer text2sql-dspy (store version {version}). Upgrade it.")
+            raise ExampleError(f"{self.path} was written by a newer text2sql-dspy (store version {version}). "
+                               "Upgrade it.")
         if "examples" in tables and version == STORE_VERSION:
             return
         conn.execute("PRAGMA journal_mode = WAL")  # kept in the file: every later connection uses it
@@ -298,7 +303,8 @@ class ExampleStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One transaction, taken for writing at its start (so a read inside it is never made stale by another writer)."""
+        """One transaction, taken for writing at its start (so a read inside it is never made stale by another
+        writer)."""
         with self._connect() as conn, _transaction(conn):
             yield conn
 

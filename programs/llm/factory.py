@@ -42,7 +42,6 @@ import dspy
 
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.llm.fields import TOP_LOGPROBS
-from text2sql_dspy.programs.llm.service_errors import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RETRIES_ENV, TIMEOUT_ENV
 from text2sql_dspy.programs.llm.llama_engine import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
@@ -51,6 +50,7 @@ from text2sql_dspy.programs.llm.llama_engine import (
     AsyncLlamaCppEngine,
     LlamaCppEngine,
 )
+from text2sql_dspy.programs.llm.service_errors import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, RETRIES_ENV, TIMEOUT_ENV
 
 __all__ = [
     "LOCAL_MODEL",

@@ -1,4 +1,5 @@
-"""The ChatAdapter's reply protocol, in one place: field markers, where a field ends, how many token alternatives to ask for.
+"""The ChatAdapter's reply protocol, in one place: field markers, where a field ends, how many token alternatives to
+ask for.
 
 DSPy's ChatAdapter writes each field as ``[[ ## name ## ]]`` followed by its value. Everything
 that reads or writes that protocol (the prompt adapter, the readers of token probabilities, the

@@ -109,7 +109,8 @@ LOCAL_MODEL_NAME = "local/qwen2.5-coder-1.5b"
 DEFAULT_MAX_TOKENS = 1024
 
 # llama.cpp generation options a caller may pass through Config.extensions.
-_EXTENSION_OPTIONS = frozenset({"repeat_penalty", "min_p", "typical_p", "mirostat_mode", "mirostat_tau", "mirostat_eta"})
+_EXTENSION_OPTIONS = frozenset({"repeat_penalty", "min_p", "typical_p", "mirostat_mode", "mirostat_tau",
+                                "mirostat_eta"})
 
 # llama.cpp's finish reasons -> DSPy's
 FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "function_call": "tool_call"}

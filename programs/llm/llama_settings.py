@@ -62,7 +62,8 @@ class LlamaSettings:
     reason: str = "default"
 
     def llama_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``llama_cpp.Llama`` (``use_extra_bufts`` goes through :func:`model_params_override`)."""
+        """Keyword arguments for ``llama_cpp.Llama`` (``use_extra_bufts`` goes through
+        :func:`model_params_override`)."""
         kwargs: dict[str, Any] = {
             "n_threads": self.n_threads,
             "n_threads_batch": self.n_threads,
@@ -126,7 +127,8 @@ def engine_settings(n_threads: int | None = None, *, flags: frozenset[str] | Non
     threads = n_threads or _env_threads() or os.cpu_count() or 1
     settings = LlamaSettings(n_threads=threads)
     if cpu_has_amx(flags):
-        settings = replace(settings, use_extra_bufts=False, reason="CPU has AMX: extra buffer types off (llama.cpp #20824)")
+        settings = replace(settings, use_extra_bufts=False,
+                           reason="CPU has AMX: extra buffer types off (llama.cpp #20824)")
     forced = _env_bool(EXTRA_BUFTS_ENV)
     if forced is not None:
         settings = replace(settings, use_extra_bufts=forced, reason=f"{EXTRA_BUFTS_ENV}={int(forced)}")

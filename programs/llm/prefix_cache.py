@@ -105,7 +105,8 @@ class DiskPrefixStore:
                 ids = np.frombuffer(fh.read(header["n_tokens"] * 4), dtype=np.intc)
                 scores = np.frombuffer(fh.read(header["n_vocab"] * 4), dtype=np.single).reshape(1, -1)
                 blob = fh.read(header["state_size"])
-            if len(blob) != header["state_size"] or zlib.crc32(blob) != header["crc32"] or len(ids) != header["n_tokens"]:
+            if (len(blob) != header["state_size"] or zlib.crc32(blob) != header["crc32"]
+                    or len(ids) != header["n_tokens"]):
                 raise ValueError("truncated or corrupt")
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             logger.info("KV cache entry %s unusable (%s); dropped", path.name, exc)
@@ -216,5 +217,6 @@ class PrefixCache:
     def _store(self, key: tuple[int, ...], value: Any) -> None:
         self.cache_state.pop(key, None)
         self.cache_state[key] = value
-        while len(self.cache_state) > self.max_entries or (self.cache_size > self.capacity_bytes and len(self.cache_state) > 1):
+        while len(self.cache_state) > self.max_entries or (self.cache_size > self.capacity_bytes
+                                                           and len(self.cache_state) > 1):
             self.cache_state.popitem(last=False)

@@ -131,7 +131,8 @@ def _disk_cache_bytes() -> int:
     except ValueError:
         from text2sql_dspy.programs.errors import ConfigurationError
 
-        raise ConfigurationError(f"{KV_CACHE_BYTES_ENV}={value!r} must be a number of bytes (0 turns the disk cache off).") from None
+        raise ConfigurationError(f"{KV_CACHE_BYTES_ENV}={value!r} must be a number of bytes "
+                                 "(0 turns the disk cache off).") from None
 
 
 def _disk_cache_folder(model_path: Path, n_ctx: int, settings: LlamaSettings | None) -> Path:
@@ -260,7 +261,8 @@ class SharedLlama:
             self.llm.set_cache(self._prefix_cache(prefix_cache_bytes, prefix_cache_entries))
 
     def _prefix_cache(self, capacity_bytes: int, entries: int) -> llama_cpp.BaseLlamaCache:
-        return _make_prefix_cache(capacity_bytes, entries, model_path=self.model_path, n_ctx=self.n_ctx, settings=self.settings)
+        return _make_prefix_cache(capacity_bytes, entries, model_path=self.model_path, n_ctx=self.n_ctx,
+                                  settings=self.settings)
 
     def _served_prefix(self, before: list[np.ndarray], prompt_ids: np.ndarray) -> int:
         n_prompt = len(prompt_ids)

@@ -61,7 +61,8 @@ class StablePrefixAdapter(dspy.ChatAdapter):
         finally:
             _prefill.reset(token)
 
-    def format(self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    def format(self, signature: type[dspy.Signature], demos: list[dict[str, Any]],
+               inputs: dict[str, Any]) -> list[dict[str, Any]]:
         schema = inputs.get(SCHEMA_FIELD)
         moved = SCHEMA_FIELD in signature.input_fields and isinstance(schema, str) and bool(schema.strip())
         messages = super().format(signature, demos, {**inputs, SCHEMA_FIELD: IN_SYSTEM_MESSAGE} if moved else inputs)

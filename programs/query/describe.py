@@ -38,7 +38,8 @@ def _describe(tree: exp.Expression, sql: str, dialect: str) -> str:
         steps.append("filters rows (WHERE)")
     if tree.find(exp.Group):
         steps.append("groups" + (" and filters groups (HAVING)" if tree.find(exp.Having) else ""))
-    if tree.find(exp.Subquery) or any(isinstance(node, exp.Select) for node in tree.find_all(exp.Select) if node is not select):
+    if tree.find(exp.Subquery) or any(isinstance(node, exp.Select) for node in tree.find_all(exp.Select)
+                                      if node is not select):
         steps.append("uses a subquery")
     if tree.args.get("order") or (select is not None and select.args.get("order")):
         steps.append("sorts")
@@ -47,7 +48,8 @@ def _describe(tree: exp.Expression, sql: str, dialect: str) -> str:
         count = limit.args.get("expression") or limit.args.get("count")
         steps.append("keeps the first " + (count.sql(dialect=dialect) if count is not None else "row"))
     if select is not None:
-        outputs = [e.alias or (e.name if isinstance(e, exp.Column) else e.sql(dialect=dialect)) for e in select.expressions]
+        outputs = [e.alias or (e.name if isinstance(e, exp.Column) else e.sql(dialect=dialect))
+                   for e in select.expressions]
         if outputs:
             steps.append("returns " + _listed(outputs))
     if not steps:

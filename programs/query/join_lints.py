@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import walk_in_scope
 
@@ -77,7 +78,8 @@ def always_true_join(query: Query) -> list[Finding]:
                 message = (f"the join of {written(target.args.get('alias') or target.this, query.sql)} compares "
                            f"{shown} with itself, which is always true: every row pairs with every row; join on the "
                            "columns that link the two tables")
-            elif columns and not any(c.table.lower() == alias for c in columns if c.table) and all(c.table for c in columns):
+            elif (columns and not any(c.table.lower() == alias for c in columns if c.table)
+                  and all(c.table for c in columns)):
                 message = (f"the join condition of {written(target.args.get('alias') or target.this, query.sql)} reads "
                            "none of its columns: every row pairs with every row; join on the columns that link them")
             else:

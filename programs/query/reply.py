@@ -75,7 +75,8 @@ def _drop_leading_prose(body: str) -> str:
     first = lines[0].strip()
     # "SQL: SELECT ..." / "Query: SELECT ..." on one line
     head, sep, rest = first.partition(":")
-    if sep and len(head.split()) <= 3 and _first_word(rest) in QUERY_START_WORDS and _first_word(head) not in SQL_START_WORDS:
+    if (sep and len(head.split()) <= 3 and _first_word(rest) in QUERY_START_WORDS
+            and _first_word(head) not in SQL_START_WORDS):
         lines[0] = rest.strip()
         return "\n".join(lines)
     for i, line in enumerate(lines):
@@ -118,7 +119,8 @@ def _drop_trailing_paragraphs(body: str) -> str:
         for para in paragraphs[1:]:
             word = para.strip().split(None, 1)[0] if para.strip() else ""
             bare = word.rstrip(":,.")
-            if bare[:1].isupper() and bare[1:].islower() and bare.upper() not in SQL_START_WORDS and _is_plain_word(word):
+            if (bare[:1].isupper() and bare[1:].islower() and bare.upper() not in SQL_START_WORDS
+                    and _is_plain_word(word)):
                 break
             kept.append(para)
         return "\n\n".join(kept)

@@ -111,7 +111,8 @@ def _requalify(tree: exp.Expr, catalog: Catalog) -> bool:
             elif not owners and not undefined and (label := _role_label(column.name, table, tables.values(), scope)):
                 column.set("this", exp.to_identifier(label))
                 changed = True
-            elif not owners and not undefined and None not in tables.values() and isinstance(scope.expression, exp.Select):
+            elif (not owners and not undefined and None not in tables.values()
+                  and isinstance(scope.expression, exp.Select)):
                 for alias, joined in _join_owner(scope.expression, column, table, catalog, set(tables)):
                     tables[alias.lower()] = joined
                     spelled[alias.lower()] = alias

@@ -48,9 +48,9 @@ from text2sql_dspy.programs.db.policy import (
 )
 from text2sql_dspy.programs.query import literals
 from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
+from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
 from text2sql_dspy.programs.query.findings import Finding, Kind, distinct, messages, one_line, suggestions
 from text2sql_dspy.programs.query.grouping import ungrouped_aggregate
-from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
 from text2sql_dspy.programs.query.join_lints import (
     always_true_join,
     counted_join_key,
@@ -82,7 +82,8 @@ from text2sql_dspy.programs.query.question_lints import (
 from text2sql_dspy.programs.query.reply import clean_sql
 from text2sql_dspy.programs.query.resolution import catalog_tables, check_names
 
-__all__ = ["AFTER_DRY_RUN", "MAX_NESTING", "MAX_QUERY_CHARS", "MAX_TOKENS", "Query", "RULES", "Rule", "SQLValidator", "ValidationResult", "WHILE_VALID", "apply", "missing_values", "names", "shows_key"]
+__all__ = ["AFTER_DRY_RUN", "MAX_NESTING", "MAX_QUERY_CHARS", "MAX_TOKENS", "Query", "RULES", "Rule", "SQLValidator",
+           "ValidationResult", "WHILE_VALID", "apply", "missing_values", "names", "shows_key"]
 
 MAX_QUERY_CHARS = 100_000
 MAX_TOKENS = 20_000
@@ -93,7 +94,7 @@ MAX_NESTING = 30  # parentheses and CASE; deeper queries are refused before pars
 _MAX_RENDERED_ITEMS = 8
 
 
-# --------------------------------------------------------------------------- the rules, in the manner of sqlglot's optimizer
+# ----------------------------------------------------------------- the rules, in the manner of sqlglot's optimizer
 # A rule is a plain function of a :class:`~.lints.Query` that returns findings and changes nothing. The last two
 # (:data:`WHILE_VALID`) judge a query the database would take: :func:`apply` skips them once an error has been
 # found. :data:`AFTER_DRY_RUN` are the rules whose findings follow the dry run. A rule that fails says what went

@@ -67,7 +67,8 @@ def estimated_tokens(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1
 
 
-def one_part(catalog: Catalog, hits: list[RetrievedTable], budget_tokens: int = PART_BUDGET) -> tuple[set[str], list[str]]:
+def one_part(catalog: Catalog, hits: list[RetrievedTable],
+             budget_tokens: int = PART_BUDGET) -> tuple[set[str], list[str]]:
     """The retrieved tables to render, and those only to name (lower-cased).
 
     Where ``hits`` (top hit first) fall in one part of the schema, or the top hit is in none, all are rendered.

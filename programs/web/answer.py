@@ -17,8 +17,8 @@ from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.programs.answer import Answer, json_value
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.programs.web.chart import Chart, choose_chart
 from text2sql_dspy.programs.verdict import UNRATED, level_of
+from text2sql_dspy.programs.web.chart import Chart, choose_chart
 
 MAX_ROWS = 1000  # rows fetched for the table, the chart and the CSV
 SHOWN_ROWS = 20  # rows the page's table shows
@@ -118,7 +118,8 @@ def pretty_sql(sql: str, dialect: str) -> str:
 
 
 JUDGE_WORDS = (
-    "the judge thinks it answers the question", "the judge is unsure", "the judge thinks it does not answer the question"
+    "the judge thinks it answers the question", "the judge is unsure",
+    "the judge thinks it does not answer the question"
 )
 
 

@@ -9,8 +9,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from text2sql_dspy.programs.conversation import joined_question
 from text2sql_dspy.programs.answer import MAX_QUESTION_CHARS
+from text2sql_dspy.programs.conversation import joined_question
 from text2sql_dspy.programs.web.answer import Reply
 from text2sql_dspy.programs.web.jobs import ended
 from text2sql_dspy.programs.web.service import Service
@@ -26,7 +26,8 @@ class Body(BaseModel):
 class AskBody(Body):
     question: str = Field(max_length=MAX_QUESTION_CHARS, description="the question, in plain language")
     db: str | None = Field(None, description="a database this server was started with (default: the first)")
-    program: str | None = Field(None, description="baseline, v1, v2 or the server's compiled program (default: --program)")
+    program: str | None = Field(None,
+                                description="baseline, v1, v2 or the server's compiled program (default: --program)")
     conversation: str | None = Field(None, max_length=64, description="a follow-up: the conversation id an earlier "
                                      "answer returned (default: start a new conversation)")
 

@@ -27,7 +27,8 @@ class Chart:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and not (isinstance(value, float) and math.isnan(value))
+    return isinstance(value, Real) and not isinstance(value, bool) and not (isinstance(value, float)
+                                                                            and math.isnan(value))
 
 
 def is_temporal(value: Any) -> bool:

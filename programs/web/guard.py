@@ -77,7 +77,8 @@ class Guard:
             return
         body, too_large = await _read_body(receive, self.max_body_bytes, connection.headers)
         if too_large:
-            await _error(413, f"the request body is larger than {self.max_body_bytes:,} bytes; send less.")(scope, receive, send)
+            too_large = _error(413, f"the request body is larger than {self.max_body_bytes:,} bytes; send less.")
+            await too_large(scope, receive, send)
             return
         await self.app(scope, _replay(body, receive), send)
 

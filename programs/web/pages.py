@@ -151,7 +151,8 @@ def to_csv(columns: list[str], rows: list[tuple]) -> str:
     writer = csv.writer(out)
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if v is None else _inert(cell_text(v)) if isinstance(v, str) else cell_text(v) for v in row])
+        writer.writerow(["" if v is None else _inert(cell_text(v)) if isinstance(v, str)
+                         else cell_text(v) for v in row])
     return out.getvalue()
 
 

@@ -29,12 +29,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                              "or duckdb:///PATH (default: the bundled demo database)")
     parser.add_argument("--program", default="v2", help="baseline, v1, v2, or a compiled .json (default: v2)")
     parser.add_argument("--model", help="agent and judge LM: 'local' (default) or a LiteLLM string")
-    parser.add_argument("--host", default="127.0.0.1", help=f"address to bind (default 127.0.0.1; others need ${TOKEN_ENV})")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help=f"address to bind (default 127.0.0.1; others need ${TOKEN_ENV})")
     parser.add_argument("--port", type=positive_int, default=8000)
-    parser.add_argument("--examples", type=Path, help="the example store file (default: $TEXT2SQL_EXAMPLES, else the user cache's)")
+    parser.add_argument("--examples", type=Path,
+                        help="the example store file (default: $TEXT2SQL_EXAMPLES, else the user cache's)")
     parser.add_argument("--docs", type=Path, help=DOCS_HELP)
-    parser.add_argument("--timeout", type=positive_int, default=180, help="seconds one answer may take, queue wait included")
-    parser.add_argument("--queue", type=positive_int, default=8, help="questions that may wait for the model (more get 503)")
+    parser.add_argument("--timeout", type=positive_int, default=180,
+                        help="seconds one answer may take, queue wait included")
+    parser.add_argument("--queue", type=positive_int, default=8,
+                        help="questions that may wait for the model (more get 503)")
 
 
 def config_from(args: argparse.Namespace) -> ServeConfig:
@@ -65,7 +69,8 @@ def serve(args: argparse.Namespace) -> int:
     config = config_from(args)
     service = Service(config)
     print(f"text2sql: loading {config.program} and its model...")
-    program = service.program(config.program)  # a bad program, compiled file or model fails now, not at the first question
+    # a bad program, compiled file or model fails now, not at the first question
+    program = service.program(config.program)
     program.warm_in_background(next(iter(config.databases.values())))  # the first database's prefix, read ahead
     app = create_app(service, allowed_hosts=loopback_hosts(config.host))
     shown = f"[{config.host}]" if ":" in config.host else config.host

@@ -26,13 +26,13 @@ import dspy
 
 from text2sql_dspy.programs.agents.base import Text2SQLProgram
 from text2sql_dspy.programs.agents.registry import PROGRAMS, compiled_store, make_program, metadata_path
+from text2sql_dspy.programs.answer import check_question
 from text2sql_dspy.programs.conversation import MAX_TURNS, Turn, question_to_store
 from text2sql_dspy.programs.db.address import parse_address
-from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.progress import listen
-from text2sql_dspy.programs.answer import check_question
+from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.web.answer import AnswerView, build_answer
 from text2sql_dspy.programs.web.jobs import AnswerQueue, Job
 
@@ -51,7 +51,8 @@ class ServeConfig:
     port: int = 8000
     token: str | None = None
     examples_path: Path | None = None
-    docs: Path | None = None  # column and table descriptions (:func:`~..catalog.documentation.load_docs`) for every database
+    # column and table descriptions (:func:`~..catalog.documentation.load_docs`) for every database
+    docs: Path | None = None
     max_waiting: int = 8
     timeout_s: float = 180.0
     max_body_bytes: int = 64 * 1024
@@ -122,7 +123,8 @@ class HistoryEntry:
 class Service:
     """Databases, programs, the answer queue, the history and the example store of one server."""
 
-    def __init__(self, config: ServeConfig, *, lm: dspy.LM | None = None, program_options: dict[str, Any] | None = None):
+    def __init__(self, config: ServeConfig, *, lm: dspy.LM | None = None,
+                 program_options: dict[str, Any] | None = None):
         if not config.databases:
             raise ConfigurationError("no database to serve: pass --db PATH|URL (or none, for the bundled database).")
         self.config = config
@@ -156,7 +158,8 @@ class Service:
         self.source(db)
         program = program or self.config.program
         if program not in self.program_choices:
-            raise ConfigurationError(f"unknown program {program!r}: this server offers {', '.join(self.program_choices)}.")
+            raise ConfigurationError(f"unknown program {program!r}: this server offers "
+                                     f"{', '.join(self.program_choices)}.")
         question = check_question(question)
         if conversation:
             thread = self.thread(conversation)
@@ -170,7 +173,8 @@ class Service:
             thread = self._threads.get(conversation)
         if thread is None:
             raise ConfigurationError(f"no conversation {conversation!r} here (the server keeps the latest "
-                                     f"{KEPT_CONVERSATIONS}, until it restarts): start a new one (send no conversation id).")
+                                     f"{KEPT_CONVERSATIONS}, until it restarts): "
+                                     "start a new one (send no conversation id).")
         return thread
 
     def _new_thread(self, db: str) -> str:
