@@ -8,13 +8,13 @@ happen to it:
 * ``reject`` — the validator calls it invalid (too long, too deep, bad bytes, ...);
 * ``harmless`` — it may pass (a write hidden in a comment is no write), but must not change anything.
 
-:func:`run_case` sends one case through the validator, the read-only executor (bypassing the
-validator) and the agent's tools, catching anything that escapes; :func:`run_corpus` runs them all
-and checks that the database is unchanged. :func:`make_arena` sets all of this up on a copy of a
-SQLite database, :func:`make_duckdb_arena` on a DuckDB copy, :func:`make_postgres_arena` in a
-PostgreSQL database, :func:`make_mariadb_arena` in a MariaDB one. On SQLite the proof is the file's sha256; on PostgreSQL and DuckDB it is a
-checksum of every table's contents and of the catalog (:func:`engine_checksum`), taken before and
-after every case. Each engine gets its own extra cases (:data:`ENGINE_CASES`).
+:func:`run_case` sends one case through the validator, the read-only executor (bypassing the validator) and the agent's
+tools, catching anything that escapes; :func:`run_corpus` runs them all and checks that the database is unchanged.
+:func:`make_arena` sets all of this up on a copy of a SQLite database, :func:`make_duckdb_arena` on a DuckDB copy,
+:func:`make_postgres_arena` in a PostgreSQL database, :func:`make_mariadb_arena` in a MariaDB one. On SQLite the proof
+is the file's sha256; on PostgreSQL and DuckDB it is a checksum of every table's contents and of the catalog
+(:func:`engine_checksum`), taken before and after every case. Each engine gets its own extra cases
+(:data:`ENGINE_CASES`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from dspy.utils.dummies import DummyLM
-
 import dspy
+from dspy.utils.dummies import DummyLM
 
 from text2sql_dspy.programs.agents.react import ReActAgent
 from text2sql_dspy.programs.agents.record import Limits, Record
@@ -38,8 +37,8 @@ from text2sql_dspy.programs.agents.repair import bound_tools, repair_agent
 from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import Database
 from text2sql_dspy.programs.db.engines import open_database
-from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.query.validator import SQLValidator
+from text2sql_dspy.programs.source import DataSource, open_source
 
 Expect = Literal["refuse", "reject", "harmless"]
 Target = tuple[str, str, str]  # table, first column, second column
@@ -512,7 +511,8 @@ ENGINE_CASES: dict[str, list[tuple[str, str, Expect]]] = {
         ("mysql_statement", "USE mysql", "refuse"),
         ("mysql_statement", "CREATE SEQUENCE pwned_seq", "refuse"),
         ("mysql_runaway", "SELECT COUNT(*) FROM {t} a, {t} b, {t} c, {t} d", "harmless"),
-        ("mysql_runaway", "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT COUNT(*) FROM n", "harmless"),
+        ("mysql_runaway", "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT COUNT(*) FROM n",
+         "harmless"),
     ],
 }
 
@@ -791,7 +791,8 @@ POSTGRES_CHECKSUM_QUERIES = [
     # the catalog: relations (with their privileges), columns, functions, triggers, roles, databases,
     # extensions, large objects, sequences' positions, comments and the server's configuration files
     "SELECT concat_ws(':', n.nspname, c.relname, c.relkind, c.relacl) FROM pg_class c "
-    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', "
+    "'pg_toast')",
     "SELECT concat_ws(':', a.attrelid::regclass, a.attname, a.atttypid::regtype) FROM pg_attribute a "
     "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE a.attnum > 0 AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
@@ -815,17 +816,21 @@ MYSQL_CHECKSUM_QUERIES = [
     "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA",
     "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, ENGINE, TABLE_COMMENT) FROM information_schema.TABLES "
     f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM}",
-    "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_COMMENT) FROM information_schema.COLUMNS "
+    "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_COMMENT) FROM "
+    "information_schema.COLUMNS "
     f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM}",
     "SELECT CONCAT_WS(':', TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME) FROM information_schema.STATISTICS "
     f"WHERE TABLE_SCHEMA NOT IN {_MYSQL_SYSTEM}",
-    "SELECT CONCAT_WS(':', ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, MD5(ROUTINE_DEFINITION)) FROM information_schema.ROUTINES",
+    "SELECT CONCAT_WS(':', ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, MD5(ROUTINE_DEFINITION)) FROM "
+    "information_schema.ROUTINES",
     "SELECT CONCAT_WS(':', TRIGGER_SCHEMA, TRIGGER_NAME, MD5(ACTION_STATEMENT)) FROM information_schema.TRIGGERS",
     "SELECT CONCAT_WS(':', EVENT_SCHEMA, EVENT_NAME) FROM information_schema.EVENTS",
     "SELECT CONCAT_WS(':', User, Host, MD5(Priv)) FROM mysql.global_priv",
-    "SELECT CONCAT_WS(':', Host, Db, User, Select_priv, Insert_priv, Update_priv, Delete_priv, Drop_priv) FROM mysql.db",
+    "SELECT CONCAT_WS(':', Host, Db, User, Select_priv, Insert_priv, Update_priv, Delete_priv, Drop_priv) "
+    "FROM mysql.db",
     "SELECT CONCAT_WS(':', Host, Db, User, Table_name, Table_priv) FROM mysql.tables_priv",
-    "SELECT CONCAT_WS(':', VARIABLE_NAME, VARIABLE_VALUE) FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME IN "
+    "SELECT CONCAT_WS(':', VARIABLE_NAME, VARIABLE_VALUE) FROM information_schema.GLOBAL_VARIABLES "
+    "WHERE VARIABLE_NAME IN "
     "('READ_ONLY', 'GENERAL_LOG', 'GENERAL_LOG_FILE', 'SLOW_QUERY_LOG', 'SQL_MODE', 'MAX_STATEMENT_TIME', "
     "'EVENT_SCHEDULER', 'LOCAL_INFILE', 'SECURE_FILE_PRIV', 'MAX_CONNECTIONS')",
 ]
@@ -861,7 +866,8 @@ def engine_checksum(url: str, dialect: str) -> str:
                 ).scalars().all()
             else:
                 catalog_queries = [
-                    "SELECT database_name || '.' || schema_name || '.' || table_name || ':' || sql FROM duckdb_tables()",
+                    "SELECT database_name || '.' || schema_name || '.' || table_name || ':' || sql "
+                    "FROM duckdb_tables()",
                     "SELECT coalesce(sql, view_name) FROM duckdb_views() WHERE NOT internal",
                     "SELECT coalesce(sql, index_name) FROM duckdb_indexes()",
                     "SELECT sequence_name || ':' || coalesce(last_value::VARCHAR, '-') FROM duckdb_sequences()",
@@ -967,12 +973,14 @@ def make_mariadb_arena(server: object, source_db: Path, name: str) -> Arena:
         try:
             server.sql(name, statement)  # type: ignore[attr-defined]
         except Exception:  # an index on a TEXT column needs a prefix length
-            server.sql(name, statement.replace("`)", "`(20))", 1) if statement.startswith("CREATE INDEX") else statement)  # type: ignore[attr-defined]
+            server.sql(name,  # type: ignore[attr-defined]
+                       statement.replace("`)", "`(20))", 1) if statement.startswith("CREATE INDEX") else statement)
     scratch = server.folder / "files"  # type: ignore[attr-defined]
     url = server.reader_url(name)  # type: ignore[attr-defined]
     checksum = lambda: engine_checksum(admin_url, "mysql")  # noqa: E731
     counter = _mariadb_write_counter(server)
-    harness = Harness.open(url, scratch, open_source(url), checksum, _checksum_when_counter_moves(admin_url, checksum, counter))
+    harness = Harness.open(url, scratch, open_source(url), checksum,
+                           _checksum_when_counter_moves(admin_url, checksum, counter))
     return Arena(harness, build_corpus(targets, scratch, "mysql"), checksum())
 
 
@@ -981,8 +989,10 @@ def _mariadb_write_counter(server: object) -> Callable[[], object]:
     query = (
         "SELECT GROUP_CONCAT(CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE) ORDER BY VARIABLE_NAME) "
         "FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('INNODB_ROWS_INSERTED', 'INNODB_ROWS_UPDATED', "
-        "'INNODB_ROWS_DELETED', 'INNODB_SYSTEM_ROWS_INSERTED', 'INNODB_SYSTEM_ROWS_UPDATED', 'INNODB_SYSTEM_ROWS_DELETED') "
-        "OR VARIABLE_NAME REGEXP '^COM_(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|RENAME|TRUNCATE|LOAD|GRANT|REVOKE|"
+        "'INNODB_ROWS_DELETED', 'INNODB_SYSTEM_ROWS_INSERTED', 'INNODB_SYSTEM_ROWS_UPDATED', "
+        "'INNODB_SYSTEM_ROWS_DELETED') "
+        "OR VARIABLE_NAME REGEXP "
+        "'^COM_(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|RENAME|TRUNCATE|LOAD|GRANT|REVOKE|"
         "CALL|LOCK|SET_OPTION_GLOBAL|SET_PASSWORD|INSTALL|XA|FLUSH|REPAIR|OPTIMIZE)'"
     )
     query = f"SELECT ({query}), (SELECT MD5(GROUP_CONCAT(CONCAT_WS(':', User, Host, Priv))) FROM mysql.global_priv)"

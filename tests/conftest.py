@@ -20,19 +20,19 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
 import pytest
 
+from tests import mariadb_server
+from tests.postgres_server import Server, ServerUnavailable, load_test_databases, start
+from tests.served_model import ServedModel, ServedModelUnavailable
+from tests.served_model import start as start_served_model
+from tests.services import unavailable
+from tests.tiny_db import build_tiny_db, write_schema_dir
 from text2sql_dspy.programs.agents.ensemble import Ensemble
 from text2sql_dspy.programs.cache import default_cache_dir
 from text2sql_dspy.programs.examples.store import STORE_ENV, default_store_path
 from text2sql_dspy.programs.llm.model_files import MODEL_FILENAME
-from tests import mariadb_server
-from tests.postgres_server import Server, ServerUnavailable, load_test_databases, start
-from tests.services import unavailable
-from tests.served_model import ServedModel, ServedModelUnavailable
-from tests.served_model import start as start_served_model
-from tests.tiny_db import build_tiny_db, write_schema_dir
-
 
 CACHE_ENV = "TEXT2SQL_CACHE"
 

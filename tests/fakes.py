@@ -97,7 +97,8 @@ def reply_text_and_tokens(reply: Scripted) -> tuple[str, tuple[TokenLogprob, ...
             answer = values[0]
             chosen = reply.p_true if answer == "True" else 1.0 - reply.p_true
             alternatives = [("True", reply.p_true), ("False", 1.0 - reply.p_true)]
-            top = tuple(TopLogprob(token=w, logprob=math.log(p)) for w, p in sorted(alternatives, key=lambda a: -a[1]) if p > 0)
+            top = tuple(TopLogprob(token=w, logprob=math.log(p)) for w, p in sorted(alternatives, key=lambda a: -a[1])
+                        if p > 0)
             tokens.append(_token(answer, chosen, top))
             values = values[1:]
         tokens += [_token(t, reply.p.get(name, MARKER_P)) for t in values]

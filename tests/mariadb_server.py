@@ -148,9 +148,9 @@ def start() -> Server:
 
 def load_test_databases(server: Server) -> None:
     """``saas`` (the bundled database) and ``spider_like`` (plus a ``billing`` database and comments)."""
+    from tests.postgres_server import build_spider_like
     from text2sql_dspy.programs.bundled import ensure_bundled_database
     from text2sql_dspy.programs.db.transfer import copy_sqlite_database
-    from tests.postgres_server import build_spider_like
 
     copy_sqlite_database(ensure_bundled_database(), server.create_database("saas"))
     copy_sqlite_database(build_spider_like(server.folder / "spider_like.sqlite"), server.create_database("spider_like"))
@@ -172,7 +172,8 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)
     server = start()
     load_test_databases(server)
-    print(f"MariaDB is up. The bundled database, SELECT-only user:\n  {server.reader_url('saas')}\nCtrl-C (or kill PID) stops it.")
+    print(f"MariaDB is up. The bundled database, SELECT-only user:\n  {server.reader_url('saas')}\nCtrl-C (or kill "
+          "PID) stops it.")
     try:
         while True:
             time.sleep(3600)

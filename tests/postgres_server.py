@@ -72,13 +72,15 @@ class Server:
     def grant_reader(self, database: str) -> None:
         """Give the reader role SELECT on every table of every user schema of ``database``."""
         self.psql(database, """DO $$ DECLARE s text; BEGIN
-            FOR s IN SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' LOOP
+            FOR s IN SELECT nspname FROM pg_namespace
+                     WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' LOOP
               EXECUTE format('GRANT USAGE ON SCHEMA %I TO reader', s);
               EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO reader', s);
             END LOOP; END $$""")
 
     def stop(self) -> None:
-        self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "stop"], check=False)
+        self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "stop"],
+                  check=False)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _run(self, command: list[str], check: bool = True) -> str:
@@ -179,7 +181,8 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.default_int_handler)
     server = start()
     load_test_databases(server)
-    print(f"PostgreSQL is up. The bundled database, read-only role:\n  {server.reader_url('saas')}\nCtrl-C (or kill PID) stops it.")
+    print(f"PostgreSQL is up. The bundled database, read-only role:\n  {server.reader_url('saas')}\nCtrl-C (or kill "
+          "PID) stops it.")
     try:
         import time
 

@@ -92,7 +92,8 @@ def server_arguments(gguf: Path, port: int, *, n_ctx: int = N_CTX, n_threads: in
 
 
 def start(*, n_ctx: int = N_CTX, timeout_s: float = START_TIMEOUT_S, log_dir: Path | None = None) -> ServedModel:
-    """Start a server over the embedded GGUF and wait until it answers; :class:`ServedModelUnavailable` if it will not."""
+    """Start a server over the embedded GGUF and wait until it answers; :class:`ServedModelUnavailable` if it will
+    not."""
     from text2sql_dspy.programs.llm.llama_settings import cpu_has_amx
     from text2sql_dspy.programs.llm.model_files import ensure_local_model
 

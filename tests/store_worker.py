@@ -12,12 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.source import open_source
 
 
 def pair(prefix: str, i: int) -> tuple[str, str]:
-    return f"{prefix} {i}: how many login attempts have an id above {i}?", f"SELECT count(*) FROM login_attempts WHERE id > {i}"
+    question = f"{prefix} {i}: how many login attempts have an id above {i}?"
+    return question, f"SELECT count(*) FROM login_attempts WHERE id > {i}"
 
 
 def main(store_path: str, db_path: str, prefix: str, count: str, go_file: str | None = None) -> None:

@@ -45,7 +45,8 @@ def openai_reply(text: str, *, logprobs: list[dict[str, Any]] | None = None, del
     """Every request answered with one OpenAI chat completion whose content is ``text``."""
 
     def reply(request: StubRequest) -> StubReply:
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": "stop",
                                   "logprobs": None if logprobs is None else {"content": logprobs}}
         body = {"id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
                 "model": (request.body or {}).get("model", "stub") if isinstance(request.body, dict) else "stub",
@@ -68,7 +69,8 @@ def anthropic_reply(text: str) -> Replier:
     return reply
 
 
-def fixed_reply(body: bytes, *, status: int = 200, content_type: str = "application/json", delay_s: float = 0.0) -> Replier:
+def fixed_reply(body: bytes, *, status: int = 200, content_type: str = "application/json",
+                delay_s: float = 0.0) -> Replier:
     """Every request answered with the same bytes (garbage, an error page, a slow reply)."""
     return lambda request: StubReply(body, status, content_type, delay_s)
 

@@ -15,14 +15,10 @@ from dspy.utils.dummies import DummyLM
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from text2sql_dspy.programs.agents.react import ReActAgent
-from text2sql_dspy.programs.bundled import ensure_bundled_database
-from text2sql_dspy.programs.query.reply import clean_sql
-from text2sql_dspy.programs.query.validator import ValidationResult
 from tests.adversarial_corpus import (
     CASE_BOUND_S,
-    Arena,
     ENGINE_CASES,
+    Arena,
     fingerprint,
     make_arena,
     make_duckdb_arena,
@@ -34,6 +30,10 @@ from tests.adversarial_corpus import (
     sha256,
 )
 from tests.fakes import BAD_SQL, GOOD_SQL, draft, step
+from text2sql_dspy.programs.agents.react import ReActAgent
+from text2sql_dspy.programs.bundled import ensure_bundled_database
+from text2sql_dspy.programs.query.reply import clean_sql
+from text2sql_dspy.programs.query.validator import ValidationResult
 
 REQUIRED_CATEGORIES = {
     "insert", "update", "delete", "replace", "upsert", "drop", "alter", "create", "attach_detach", "pragma",
@@ -157,7 +157,9 @@ def test_v1_agent_drafting_every_hostile_case_never_returns_a_write(tmp_path: Pa
     assert not any(arena.harness.scratch.iterdir())
 
 
-@pytest.mark.parametrize("payload", ["DROP TABLE users", "DELETE FROM users; SELECT 1", "```sql\nUPDATE users SET status = 'x'\n```"])
+@pytest.mark.parametrize("payload",
+                         ["DROP TABLE users", "DELETE FROM users; SELECT 1",
+                          "```sql\nUPDATE users SET status = 'x'\n```"])
 def test_prompt_injection_that_the_model_obeys_is_refused(tmp_path: Path, tiny_db: Path, payload: str) -> None:
     arena = make_arena(tiny_db, tmp_path)
     program = ReActAgent(arena.harness.db_path, retrieval_type="keyword", lm=obeying_lm(payload))
@@ -265,7 +267,8 @@ def test_agent_is_told_the_query_timed_out_and_carries_on(tiny_db: Path, tiny_sc
     assert time.perf_counter() - start < timeout + 5.0
     observation = next(s.note for s in answer.steps if s.kind == "validate_sql" and s.sql == runaway)
     assert f"timed out after {timeout:g}s" in observation
-    assert observation.count("- cartesian join: ") <= 1  # one warning for all unlinked tables: the timeout stays visible
+    # one warning for all unlinked tables: the timeout stays visible
+    assert observation.count("- cartesian join: ") <= 1
     assert [s.kind for s in answer.steps if s.kind in ("check", "validate_sql")] == ["check", "validate_sql",
                                                                                      "validate_sql"]
     assert answer.sql == GOOD_SQL and answer.valid

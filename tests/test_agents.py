@@ -14,6 +14,17 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import (
+    BAD_SQL,
+    GOOD_SQL,
+    Scripted,
+    draft,
+    logprob_lm,
+    scripted_draft,
+    scripted_verdict,
+    step,
+    verdict,
+)
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.agents.candidates import combined_confidence
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, NEUTRAL_CONFIDENCE
@@ -22,9 +33,6 @@ from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.bundled import BUNDLED_SCHEMAS
 from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.query.describe import describe_query
-from tests.fakes import (
-    BAD_SQL, GOOD_SQL, Scripted, draft, logprob_lm, scripted_draft, scripted_verdict, step, verdict,
-)
 
 ALL_USERS = "SELECT count(*) FROM users"  # valid, but ignores the filter the question asks for
 
@@ -111,7 +119,8 @@ def test_the_repair_loops_tools_keep_to_the_questions_validation_budget(tiny_db:
 
 def test_the_repair_loop_takes_at_most_max_repair_steps_agent_steps(tiny_db: Path, tiny_schemas: Path) -> None:
     fresh = [step("validate_sql", query=f"SELECT nope{i} FROM users") for i in range(3)]
-    program = agent(ReActAgent, tiny_db, tiny_schemas, [draft(BAD_SQL), draft(BAD_SQL), *fresh, {"reasoning": "", "sql": ""}],
+    program = agent(ReActAgent, tiny_db, tiny_schemas,
+                    [draft(BAD_SQL), draft(BAD_SQL), *fresh, {"reasoning": "", "sql": ""}],
                     max_repair_steps=3, max_validation_attempts=20)
     answer = program.run("How many users are suspended?")
     assert answer.metrics.repair_steps == 3 and answer.metrics.lm_calls == 2 + 3 + 1  # drafts, steps, extract
@@ -150,7 +159,8 @@ def test_v2_happy_path_judges_once_and_blends_confidence(tiny_db: Path, tiny_sch
     lm = logprob_lm([scripted_draft(GOOD_SQL, 0.97), scripted_verdict(0.92)])
     answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
     assert kinds(answer) == ["draft", "check", "run", "judge", "choose"]
-    assert answer.judge_score == pytest.approx(0.92) and answer.metrics.judge_calls == 1  # P(True), not a written number
+    # P(True), not a written number
+    assert answer.judge_score == pytest.approx(0.92) and answer.metrics.judge_calls == 1
     assert answer.confidence == pytest.approx(0.4 * 0.97 + 0.6 * 0.92)
     assert answer.drafts == 1 and answer.agreement == 1.0  # confident enough: no samples
     assert answer.metrics.lm_calls == 2
@@ -204,7 +214,8 @@ def test_v2_chooses_among_result_groups_by_judge_and_votes(
     lm = logprob_lm([scripted_draft(ALL_USERS, 0.6), scripted_draft(GOOD_SQL, 0.6), scripted_draft(same_rows, 0.6),
                      scripted_verdict(p_majority, ["counts every user"]), scripted_verdict(p_minority)])
     answer = agent(ReActAgentV2, tiny_db, tiny_schemas, lm).run("How many users are suspended?")
-    assert [s.sql for s in answer.steps if s.kind == "judge"] == [ALL_USERS, GOOD_SQL]  # one per group, most votes first
+    # one per group, most votes first
+    assert [s.sql for s in answer.steps if s.kind == "judge"] == [ALL_USERS, GOOD_SQL]
     assert "| 3 |" in prompt_of(lm, 3) and "| 1 |" in prompt_of(lm, 4)  # each judged on its own group's result
     assert answer.sql == chosen and answer.agreement == pytest.approx(agreement)
     assert answer.drafts == 3 and answer.metrics.judge_calls == 2 and not lm.engine.replies  # no redraft
@@ -365,7 +376,8 @@ def test_seed_usage_with_the_bundled_schema_folder() -> None:
 
 
 def test_the_judge_explains_only_a_rejection_in_a_second_call() -> None:
-    """The verdict comes alone first (its score read from P(True)); a rejected query gets its issues from a second call."""
+    """The verdict comes alone first (its score read from P(True)); a rejected query gets its issues from a second
+    call."""
     from text2sql_dspy.programs.agents.judge import judge_sql
     from text2sql_dspy.signatures import JudgeSQL
 

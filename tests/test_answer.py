@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import BAD_SQL, GOOD_SQL, draft, logprob_lm, scripted_draft, scripted_verdict
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.answer import Answer, Preview, Status
 from text2sql_dspy.programs.db.database import QueryResult
-from tests.fakes import BAD_SQL, GOOD_SQL, draft, logprob_lm, scripted_draft, scripted_verdict
 
 ALL_USERS = "SELECT count(*) FROM users"
 
@@ -90,8 +90,8 @@ def test_ask_prints_both_readings_and_pick_stores_the_one_chosen(tiny_db: Path, 
     import dspy
 
     from text2sql_dspy.cli import main
-    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.source import open_source
 
     store = tmp_path / "examples.sqlite"
     argv = ["ask", "How many users are suspended?", "--db", str(tiny_db), "--schema", str(tiny_schemas),

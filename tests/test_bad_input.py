@@ -9,12 +9,12 @@ from pathlib import Path
 import dspy
 import pytest
 
-from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
-from text2sql_dspy.programs.agents.baseline import Baseline
-from text2sql_dspy.cli import EXIT_USER_ERROR, main
-from text2sql_dspy.programs.errors import DatabaseError, QuestionError
 from tests.adversarial_corpus import obeying_lm, sha256
 from tests.test_cli import run_cli
+from text2sql_dspy.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
+from text2sql_dspy.programs.errors import DatabaseError, QuestionError
 
 LONG_QUESTION = "How many users are suspended? " * 3_500  # about 100 KB
 NOT_UTF8_QUESTION = b"How many users are in M\xfcnchen?".decode("utf-8", "surrogateescape")  # a latin-1 terminal
@@ -88,7 +88,8 @@ def test_a_folder_given_as_the_database_is_a_clear_error(capsys: pytest.CaptureF
         ({"users.json": "{not json"}, "users.json: cannot parse"),
         ({"users.yaml": "- a\n- list\n"}, "expected a mapping with 'name' and 'columns'"),
         ({}, "no .yaml/.yml/.json table files"),
-        ({"users.yaml": "name: users\ncolumns:\n  - {name: id}\n  - {name: nickname}\n"}, "users lacks column(s) nickname"),
+        ({"users.yaml": "name: users\ncolumns:\n  - {name: id}\n  - {name: nickname}\n"},
+         "users lacks column(s) nickname"),
         ({"ghosts.yaml": "name: ghosts\ncolumns:\n  - {name: id}\n"}, "table ghosts is not in the database"),
     ],
     ids=["bad_yaml", "no_columns", "no_name", "bad_json", "not_a_mapping", "no_files", "missing_column", "ghost_table"],

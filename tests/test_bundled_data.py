@@ -125,7 +125,8 @@ def test_references_point_to_existing_columns() -> None:
 
 def test_database_matches_schema_exactly(conn: sqlite3.Connection) -> None:
     schema = _schema()
-    db_tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    db_tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                            "AND name NOT LIKE 'sqlite_%'")}
     assert db_tables == set(schema)
     problems = []
     for name, table in schema.items():
@@ -166,7 +167,8 @@ def test_foreign_keys_hold(conn: sqlite3.Connection) -> None:
 
 
 def test_table_count_and_sizes(conn: sqlite3.Connection) -> None:
-    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%'")]
     assert len(names) >= 25
     counts = {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
     empty = [n for n, c in counts.items() if c == 0]
@@ -183,7 +185,8 @@ def test_timestamps_are_iso_text_in_range(conn: sqlite3.Connection) -> None:
                 continue
             bad = conn.execute(
                 f'SELECT COUNT(*) FROM "{name}" WHERE "{c["name"]}" IS NOT NULL AND ('
-                f'"{c["name"]}" NOT GLOB \'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\' '
+                f'"{c["name"]}" NOT GLOB \'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] '
+                '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\' '
                 f'OR datetime("{c["name"]}") IS NOT "{c["name"]}")'
             ).fetchone()[0]
             if bad:
@@ -290,7 +293,8 @@ def test_case_labels_in_the_answer_are_named_by_the_question() -> None:
             for case in expression.find_all(exp.Case):
                 labels = [c.args["true"] for c in case.args.get("ifs", [])] + [case.args.get("default")]
                 for label in labels:
-                    if isinstance(label, exp.Literal) and label.is_string and label.this.lower() not in r["question"].lower():
+                    if (isinstance(label, exp.Literal) and label.is_string
+                            and label.this.lower() not in r["question"].lower()):
                         missing.append(f"{name}[{i}] label {label.this!r}: {r['question']}")
     assert not missing, "\n".join(missing)
 

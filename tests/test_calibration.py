@@ -16,11 +16,18 @@ from text2sql_dspy.cli import EXIT_USER_ERROR, main
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.answer import Answer, Metrics, Reading, Status
 from text2sql_dspy.programs.calibration import (
-    MIN_ANSWERS, Calibration, consistency, fit, load_calibration, save_calibration, signals, sure_threshold,
+    MIN_ANSWERS,
+    Calibration,
+    consistency,
+    fit,
+    load_calibration,
+    save_calibration,
+    signals,
+    sure_threshold,
 )
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.source import open_source
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +94,8 @@ def test_no_calibration_from_too_few_answers_or_one_class(data: list[tuple[Answe
         ({}, [0.5, 0.0]),
     ],
 )
-def test_signals_read_the_programs_own_confidence_not_the_calibrated_one(fields: dict, judge_and_confidence: list) -> None:
+def test_signals_read_the_programs_own_confidence_not_the_calibrated_one(fields: dict,
+                                                                         judge_and_confidence: list) -> None:
     assert signals(answer(**fields))[:2] == judge_and_confidence
 
 
@@ -170,7 +178,8 @@ def test_calibrate_refuses_a_database_with_too_few_pairs(capsys: pytest.CaptureF
         code = main(["calibrate", "--db", str(tiny_db), "--program", "baseline",
                      "--examples", str(tmp_path / "empty.sqlite"), "--retrieval", "keyword"])
     assert code == EXIT_USER_ERROR
-    assert f"0 verified pairs stored for this database; calibrating needs at least {MIN_ANSWERS}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"0 verified pairs stored for this database; calibrating needs at least {MIN_ANSWERS}" in err
 
 
 def test_a_calibrated_answer_whose_query_fails_validation_is_never_likely_right(tiny_db: Path, tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import dspy
 import pytest
 
+from tests.fakes import logprob_lm, scripted_draft, scripted_verdict
 from text2sql_dspy.optimize.demos import compact_demos, keep_right_drafts
 from text2sql_dspy.programs.agents.carried import CARRIED_LEAD, carry, is_carried, shown_demos
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.source import open_source
-from tests.fakes import logprob_lm, scripted_draft, scripted_verdict
 
 DOGS_SCHEMA = "-- SQLite database 'kennels'\n\nCREATE TABLE Dogs (dog_id INTEGER PRIMARY KEY, name TEXT)"
 OWN = dspy.Example(question="How many users are there?", table_schemas="", hints="", sql="SELECT count(*) FROM users")
@@ -152,7 +152,8 @@ def test_a_compile_with_carried_demos_shows_them_on_another_database(tmp_path: P
         conn.execute("CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, kind TEXT)")
         conn.execute("INSERT INTO pets VALUES (1, 'cat')")
     program = make_program(str(out), db_path=other, retrieval_type="keyword")
-    lm = logprob_lm({JUDGE_KEY: scripted_verdict(0.9), "How many pets": scripted_draft("SELECT count(*) FROM pets", 0.9)})
+    lm = logprob_lm({JUDGE_KEY: scripted_verdict(0.9),
+                     "How many pets": scripted_draft("SELECT count(*) FROM pets", 0.9)})
     with dspy.context(lm=lm):
         assert program(question="How many pets are there?").answer.sql == "SELECT count(*) FROM pets"
     prompt = str(lm.engine.requests[0].messages)

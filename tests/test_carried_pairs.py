@@ -6,18 +6,17 @@ import json
 from pathlib import Path
 
 import dspy
-
-from text2sql_dspy.programs.agents.ensemble import Ensemble
 import pytest
 
+from tests.fakes import logprob_lm, scripted_draft
 from text2sql_dspy.programs.agents.base import question_facts
+from text2sql_dspy.programs.agents.ensemble import Ensemble
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, CarriedPairs
 from text2sql_dspy.programs.examples.selector import PAIRS_HEADER, mask_words
 from text2sql_dspy.programs.examples.store import StoredExample
 from text2sql_dspy.programs.source import open_source
-from tests.fakes import logprob_lm, scripted_draft, scripted_verdict
 
 KENNELS = {"db_id": "kennels", "table_names_original": ["Dogs", "Owners"],
            "column_names_original": [[-1, "*"], [0, "dog_id"], [0, "breed_name"], [1, "owner_id"], [1, "city"]]}
@@ -99,7 +98,8 @@ FACTS_CASES = [
 
 
 @pytest.mark.parametrize(("own", "carried", "budget", "headers"), FACTS_CASES)
-def test_carried_pairs_take_what_the_own_pairs_leave(tiny_db: Path, own, carried, budget: int, headers: list[str]) -> None:
+def test_carried_pairs_take_what_the_own_pairs_leave(tiny_db: Path, own, carried, budget: int,
+                                                     headers: list[str]) -> None:
     facts = question_facts(open_source(tiny_db), "How many rows?", values=False, pairs=own, carried=carried,
                            budget_tokens=budget)
     found = sorted((facts.index(h), h) for h in (CARRIED_HEADER, PAIRS_HEADER) if h in facts)
@@ -121,7 +121,8 @@ def test_a_carried_pairs_names_never_reach_the_answer(pool_folder: Path, tiny_db
     for request in (first, paired):
         assert "CREATE TABLE users" in str(request.system) and CARRIED_HEADER not in str(request.system)
     assert CARRIED_HEADER not in (first.messages[-1].text or "")
-    assert CARRIED_HEADER in (paired.messages[-1].text or "") and "SELECT count(*) FROM Dogs" in paired.messages[-1].text
+    assert CARRIED_HEADER in (paired.messages[-1].text or "")
+    assert "SELECT count(*) FROM Dogs" in paired.messages[-1].text
     assert answer.sql == good
     dogs = next(r for r in answer.readings if "dogs" in r.sql.lower())
     assert dogs.generator == "pairs" and not dogs.valid and not dogs.chosen

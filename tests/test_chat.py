@@ -14,9 +14,9 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from text2sql_dspy.cli import main
 from tests.fakes import GOOD_SQL, draft
 from tests.services import unavailable
+from text2sql_dspy.cli import main
 
 NAMES = "SELECT email FROM users WHERE status = 'suspended'"
 
@@ -106,8 +106,8 @@ def test_chat_in_a_real_terminal(tiny_db: Path, tmp_path: Path) -> None:
 def test_ask_continue_save_stores_the_follow_up_as_a_question_that_stands_alone(
     tiny_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.source import open_source
 
     store = tmp_path / "examples.sqlite"
     base = ["--db", str(tiny_db), "--program", "baseline", "--retrieval", "keyword", "--examples", str(store)]

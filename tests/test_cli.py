@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.optimize import compile_command, evaluation
 from text2sql_dspy.cli import EXIT_USER_ERROR, main
+from text2sql_dspy.optimize import compile_command, evaluation
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -87,7 +87,8 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
 
 @pytest.mark.parametrize(
     ("script", "usage"),
-    [(["evaluate.py"], "usage: evaluate.py [-h] [--data DATA]"), (["-m", "optimize"], "usage: python -m optimize [-h]")],
+    [(["evaluate.py"], "usage: evaluate.py [-h] [--data DATA]"),
+     (["-m", "optimize"], "usage: python -m optimize [-h]")],
 )
 def test_repository_scripts_still_run_from_the_root(script: list[str], usage: str) -> None:
     done = subprocess.run([sys.executable, *script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)

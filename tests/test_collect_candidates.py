@@ -13,13 +13,10 @@ from typing import Any
 import dspy
 import pytest
 
-from text2sql_dspy.programs.llm.fields import field_marker
-from tests.scripts import script
 from tests.fakes import GOOD_SQL, LogprobEngine, Scripted, logprob_lm, scripted_draft, scripted_verdict
-
-
 from text2sql_dspy.optimize import collect as collector  # noqa: E402
 from text2sql_dspy.optimize import fit_verifier as fit  # noqa: E402
+from text2sql_dspy.programs.llm.fields import field_marker
 
 ALL_USERS = "SELECT count(*) FROM users"
 ACTIVE = "SELECT count(*) FROM users WHERE status = 'active'"

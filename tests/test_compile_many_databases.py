@@ -12,13 +12,13 @@ from typing import Any
 import dspy
 import pytest
 
+from tests.fakes import logprob_lm, scripted_draft
+from tests.tiny_db import write_spider_folder
 from text2sql_dspy.optimize.compile import Budget, CompileConfig, choose_questions, split_by_database
 from text2sql_dspy.optimize.compile_command import main as compile_main
 from text2sql_dspy.programs.agents.registry import metadata_path
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.errors import ConfigurationError
-from tests.fakes import logprob_lm, scripted_draft
-from tests.tiny_db import write_spider_folder
 
 # --------------------------------------------------------------------------- the split, on its own
 

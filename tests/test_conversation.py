@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import GOOD_SQL, draft, logprob_lm, scripted_draft, scripted_verdict
 from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.conversation import Turn, render_history
-from tests.fakes import GOOD_SQL, draft, logprob_lm, scripted_draft, scripted_verdict
 
 SUSPENDED = GOOD_SQL
 NAMES = "SELECT email FROM users WHERE status = 'suspended'"
@@ -30,9 +30,12 @@ def test_a_three_turn_conversation_shows_each_draft_the_turns_before_it(tiny_db:
     assert chat.ask("And the active ones instead?").sql == ACTIVE
     first, second, third = (prompt_of(lm, i) for i in range(3))
     assert "Earlier in this conversation" not in first
-    assert "- Question: How many users are suspended?\n  SQL: " + SUSPENDED + "\n  It returned 1 row: count(*)" in second
-    assert "Which ones?" in third and NAMES in third and third.index("Earlier in this conversation") > third.index("CREATE TABLE")
-    assert [t.question for t in chat.turns] == ["How many users are suspended?", "Which ones?", "And the active ones instead?"]
+    assert "- Question: How many users are suspended?\n  SQL: " + SUSPENDED + "\n  It returned 1 row: count(*)" \
+        in second
+    assert "Which ones?" in third and NAMES in third
+    assert third.index("Earlier in this conversation") > third.index("CREATE TABLE")
+    assert [t.question for t in chat.turns] == ["How many users are suspended?", "Which ones?",
+                                                "And the active ones instead?"]
     assert not hasattr(agent, "turns") and "history" not in agent.dump_state()  # the program holds no conversation
     chat.start_over()
     assert chat.turns == []
@@ -45,7 +48,8 @@ def test_v2_judges_a_follow_up_in_its_conversation(tiny_db: Path, tiny_schemas: 
     answer = agent.run("Which ones?", history=turns)  # plain run() takes the history too
     assert answer.sql == NAMES
     judge = prompt_of(lm, 1)
-    assert "Earlier in this conversation:\n- Question: How many users are suspended?" in judge and "Now: Which ones?" in judge
+    assert "Earlier in this conversation:\n- Question: How many users are suspended?" in judge
+    assert "Now: Which ones?" in judge
 
 
 def test_the_history_keeps_the_last_turns_within_its_budget() -> None:
@@ -67,7 +71,8 @@ def test_a_follow_up_is_rewritten_to_stand_alone_and_a_bad_reply_falls_back() ->
     assert standalone_question("Which ones?", [], lm) == "Which ones?"  # a first question: no call
     assert len(lm.history) == 1
     for reply in ({"question": ""}, {"question": "x" * 2000}):
-        assert standalone_question("Which ones?", turns, DummyLM([reply])) == "How many users are suspended? / Which ones?"
+        standing_alone = standalone_question("Which ones?", turns, DummyLM([reply]))
+        assert standing_alone == "How many users are suspended? / Which ones?"
 
 
 @pytest.mark.parametrize(("rewrite", "stored"), [

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from text2sql_dspy.programs import bundled as dataset  # the bundled database lives in programs/bundled.py
-from text2sql_dspy.programs.dataset import database_path, load_split, tables_file
 from text2sql_dspy.programs.bundled import BUNDLED_DATA, ensure_bundled_database
+from text2sql_dspy.programs.dataset import database_path, load_split, tables_file
 from text2sql_dspy.programs.errors import ConfigurationError, DatabaseError
 
 
@@ -66,7 +66,8 @@ def test_bundled_database_is_built_into_the_cache_dir(tmp_path: Path, monkeypatc
         assert conn.execute("SELECT count(*) FROM users").fetchone()[0] > 0
 
 
-def test_an_edited_schema_gets_its_own_database_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_digest: None) -> None:
+def test_an_edited_schema_gets_its_own_database_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     fresh_digest: None) -> None:
     before = dataset.bundled_database_file()
     schemas = tmp_path / "schemas"
     shutil.copytree(dataset.BUNDLED_SCHEMAS, schemas)
@@ -87,7 +88,8 @@ def test_an_unwritable_cache_dir_names_the_fix(tmp_path: Path, monkeypatch: pyte
 
 
 def bird_download(tmp_path: Path, tiny_db: Path, records: list[dict]) -> Path:
-    """A BIRD download as it unpacks: dev.json (gold SQL as ``SQL``), dev_tables.json, dev_databases/<db>/<db>.sqlite."""
+    """A BIRD download as it unpacks: dev.json (gold SQL as ``SQL``), dev_tables.json,
+    dev_databases/<db>/<db>.sqlite."""
     folder = tmp_path / "bird" / "dev"
     (folder / "dev_databases" / "tiny").mkdir(parents=True)
     shutil.copy(tiny_db, folder / "dev_databases" / "tiny" / "tiny.sqlite")
@@ -99,7 +101,8 @@ def bird_download(tmp_path: Path, tiny_db: Path, records: list[dict]) -> Path:
 @pytest.mark.parametrize(
     ("record", "gold", "evidence"),
     [
-        ({"question": "q", "evidence": "suspended refers to status = 'suspended'", "SQL": "SELECT 2", "difficulty": "simple"},
+        ({"question": "q", "evidence": "suspended refers to status = 'suspended'", "SQL": "SELECT 2",
+          "difficulty": "simple"},
          "SELECT 2", "suspended refers to status = 'suspended'"),
         ({"question": "q", "evidence": "", "SQL": "SELECT 3"}, "SELECT 3", ""),
         ({"question": "q", "query": "SELECT 4"}, "SELECT 4", ""),  # Spider's key, no evidence

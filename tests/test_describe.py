@@ -16,14 +16,17 @@ from text2sql_dspy.programs.query.describe import describe_query
          "Reads users; filters rows (WHERE); sorts; returns name."),
         ("SELECT u.full_name, count(*) AS n FROM users u JOIN blocks b ON b.user_id = u.id "
          "GROUP BY u.id HAVING count(*) > 1 ORDER BY n DESC LIMIT 3", "sqlite",
-         "Reads blocks, users; joins them; groups and filters groups (HAVING); sorts; keeps the first 3; returns full_name, n."),
+         "Reads blocks, users; joins them; groups and filters groups (HAVING); sorts; keeps the first 3; "
+         "returns full_name, n."),
         ("SELECT id FROM users WHERE id IN (SELECT user_id FROM blocks)", "sqlite",
          "Reads blocks, users; filters rows (WHERE); uses a subquery; returns id."),
         ("WITH recent AS (SELECT id FROM users) SELECT * FROM recent", "sqlite",  # a CTE is not a table read
          "Reads users; uses a subquery; returns *."),
         ("SELECT a, b, c, d, e, f FROM t1, t2", "sqlite", "Reads t1, t2; joins them; returns a, b, c, d and 2 more."),
-        ("SELECT a FROM t ORDER BY a FETCH FIRST 5 ROWS ONLY", "postgres", "Reads t; sorts; keeps the first 5; returns a."),
-        ("SELECT a FROM t ORDER BY a FETCH FIRST ROW ONLY", "postgres", "Reads t; sorts; keeps the first row; returns a."),
+        ("SELECT a FROM t ORDER BY a FETCH FIRST 5 ROWS ONLY", "postgres",
+         "Reads t; sorts; keeps the first 5; returns a."),
+        ("SELECT a FROM t ORDER BY a FETCH FIRST ROW ONLY", "postgres",
+         "Reads t; sorts; keeps the first row; returns a."),
     ],
 )
 def test_describes_what_a_query_reads_shapes_and_returns(sql: str, dialect: str, expected: str) -> None:

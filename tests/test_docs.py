@@ -15,11 +15,11 @@ from tests.fakes import draft
 from text2sql_dspy.cli import main
 from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.catalog.docs import Docs, described, one_line
-from text2sql_dspy.programs.catalog.documentation import apply_docs, combined, load_docs, with_docs
 from text2sql_dspy.programs.catalog.docs_bird import bird_rows, clean_text
 from text2sql_dspy.programs.catalog.docs_dbt import dbt_docs
-from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.catalog.documentation import apply_docs, combined, load_docs, with_docs
 from text2sql_dspy.programs.errors import SchemaFileError
+from text2sql_dspy.programs.source import open_source
 
 HEADER = b"original_column_name,column_name,column_description,data_format,value_description\r\n"
 
@@ -65,7 +65,8 @@ DBT_SCHEMA = {
     "sources": [
         {"name": "raw", "tables": [
             {"name": "orgs", "identifier": "organizations", "description": "Customer companies (from the CRM).",
-             "columns": [{"name": "plan", "description": "Billing plan.", "tests": [{"accepted_values": {"values": ["Business", "Starter"]}}]}]},
+             "columns": [{"name": "plan", "description": "Billing plan.",
+                          "tests": [{"accepted_values": {"values": ["Business", "Starter"]}}]}]},
         ]},
     ],
 }  # fmt: skip
@@ -129,7 +130,8 @@ def test_described_is_one_trimmed_line(description: str, values: str, line: str)
 
 def test_dbt_models_and_sources() -> None:
     docs = dbt_docs(DBT_SCHEMA)
-    assert docs.tables == {"users": "People who can sign in, one row each.", "organizations": "Customer companies (from the CRM)."}
+    assert docs.tables == {"users": "People who can sign in, one row each.",
+                           "organizations": "Customer companies (from the CRM)."}
     assert docs.columns == {
         ("users", "status"): "Account state.; values: 'active', 'suspended'",
         ("users", "email"): "Sign-in address.",
@@ -222,7 +224,8 @@ def test_a_bird_download_s_docs_are_picked_up_beside_its_sqlite_file(tmp_path: P
     shutil.copy(tiny_db, db)
     bird_folder(db.parent)
     schema = open_source(db).whole_schema
-    assert "status TEXT NOT NULL,  -- account state – current; values: 'active': can sign in 'suspended': cannot" in schema
+    assert ("status TEXT NOT NULL,  -- account state – current; values: 'active': can sign in 'suspended': cannot"
+            in schema)
     assert "-- the sign-in address; values like 'ann@acme.test'" in schema  # the docs' words and the stored values
 
 
@@ -249,7 +252,8 @@ def test_docs_on_the_command_line_reach_the_prompt(tmp_path: Path, tiny_db: Path
     assert "CREATE TABLE users (  -- People who can sign in, one row each." in prompt
 
 
-def test_a_bad_docs_path_on_the_command_line_is_one_error_line(capsys: pytest.CaptureFixture[str], tiny_db: Path) -> None:
+def test_a_bad_docs_path_on_the_command_line_is_one_error_line(capsys: pytest.CaptureFixture[str],
+                                                               tiny_db: Path) -> None:
     code = main(["ask", "How many users?", "--db", str(tiny_db), "--docs", "/nonexistent/docs"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "\n" not in err and "dbt schema.yml" in err

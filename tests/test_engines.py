@@ -12,19 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.adversarial_corpus import engine_checksum, obeying_lm
+from tests.postgres_server import Server
+from text2sql_dspy.cli import main
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.react import ReActAgent
-from text2sql_dspy.cli import main
-from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import bundled_database_file
+from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
 from text2sql_dspy.programs.db.engines import RoleCanWriteWarning, open_database
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 from text2sql_dspy.programs.errors import DatabaseError
-from tests.adversarial_corpus import engine_checksum, obeying_lm
-from tests.postgres_server import Server
+from text2sql_dspy.programs.source import open_source
+
 
 @pytest.fixture(scope="module")
 def bundled_sqlite_catalog():
@@ -133,7 +134,8 @@ def test_a_date_function_over_a_text_column_reads_it_as_a_timestamp_on_postgres(
 
 
 def test_an_integer_column_standing_as_a_condition_is_compared_with_zero_on_postgres() -> None:
-    flags = "SELECT name, CASE WHEN enabled THEN 'on' ELSE 'off' END FROM o JOIN f ON f.on_top WHERE (active) AND NOT f.blocked"
+    flags = ("SELECT name, CASE WHEN enabled THEN 'on' ELSE 'off' END FROM o JOIN f ON f.on_top "
+             "WHERE (active) AND NOT f.blocked")
     integers = ["enabled", "active", "blocked", "on_top"]
     assert portable(flags, "postgres", integer_columns=integers) == (
         "SELECT name, CASE WHEN (enabled <> 0) THEN 'on' ELSE 'off' END FROM o JOIN f ON (f.on_top <> 0)"
@@ -150,9 +152,11 @@ def test_an_integer_column_standing_as_a_condition_is_compared_with_zero_on_post
 def test_a_column_neither_grouped_nor_aggregated_is_read_through_min_on_postgres() -> None:
     bare = "SELECT i.number, i.total FROM invoices AS i GROUP BY i.number"
     assert portable(bare, "postgres") == "SELECT i.number, MIN(i.total) AS total FROM invoices AS i GROUP BY i.number"
-    on_off = "SELECT o.name, CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END AS state FROM o JOIN f ON o.id = f.o GROUP BY o.name"
+    on_off = ("SELECT o.name, CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END AS state FROM o JOIN f ON o.id = f.o "
+              "GROUP BY o.name")
     assert "MIN(CASE WHEN f.enabled = 1 THEN 'on' ELSE 'off' END) AS state" in portable(on_off, "postgres")
-    beside = "SELECT o.name, SUM(i.total) / c.rate AS net FROM o JOIN i ON i.o = o.id JOIN c ON o.c = c.id GROUP BY o.name"
+    beside = ("SELECT o.name, SUM(i.total) / c.rate AS net FROM o JOIN i ON i.o = o.id JOIN c ON o.c = c.id "
+              "GROUP BY o.name")
     assert "SUM(i.total) / NULLIF(MIN(c.rate), 0) AS net" in portable(beside, "postgres")  # the bare column alone
     assert "SUM(i.total) / MIN(c.rate) AS net" in portable(beside, "duckdb")
     grouped = [
@@ -183,7 +187,8 @@ def test_a_subquery_compared_as_a_value_gives_its_first_row_on_postgres_and_duck
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
-def test_postgres_catalog_matches_the_sqlite_one_with_samples_and_dialect(postgres: Server, bundled_sqlite_catalog) -> None:
+def test_postgres_catalog_matches_the_sqlite_one_with_samples_and_dialect(postgres: Server,
+                                                                          bundled_sqlite_catalog) -> None:
     source = open_source(postgres.reader_url("saas"))
     assert source.dialect == "postgres"
     assert sorted(source.catalog.table_names) == sorted(bundled_sqlite_catalog.table_names)
@@ -237,7 +242,8 @@ def test_postgres_engine_refuses_writes_even_for_a_superuser(postgres: Server, s
     follow_up = database.execute("DELETE FROM users")  # a later query gets a fresh READ ONLY transaction
     assert not follow_up.ok and follow_up.denied
     assert engine_checksum(admin, "postgres") == before
-    assert result.error is None or result.denied or "multiple commands" in result.error or sql.startswith(("COMMIT", "SET"))
+    assert (result.error is None or result.denied or "multiple commands" in result.error
+            or sql.startswith(("COMMIT", "SET")))
 
 
 def test_a_role_that_can_write_is_warned_about_and_a_reader_is_not(postgres: Server) -> None:
@@ -293,7 +299,8 @@ def test_a_data_folder_serves_a_db_id_from_postgres(postgres: Server, tmp_path: 
 
 def test_an_agent_answers_from_a_postgres_url_and_a_hostile_answer_is_refused(postgres: Server) -> None:
     url = postgres.reader_url("saas")
-    good = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT count(*) FROM users WHERE status = 'suspended'"))
+    good = ReActAgent(url, retrieval_type="keyword",
+                      lm=obeying_lm("SELECT count(*) FROM users WHERE status = 'suspended'"))
     answer = good.run("How many users are suspended?")
     assert answer.valid and "users" in answer.sql
     bad = ReActAgent(url, retrieval_type="keyword", lm=obeying_lm("SELECT 1; DROP TABLE users"))
@@ -366,7 +373,8 @@ def test_duckdb_catalog_execution_and_file_untouched(duckdb_file: Path, tiny_db:
 
 
 @pytest.mark.parametrize("sql, rewritten", [
-    ("SELECT u.id, u.email, COUNT(b.id) FROM users AS u JOIN blocks AS b ON b.user_id = u.id GROUP BY u.id ORDER BY u.id",
+    ("SELECT u.id, u.email, COUNT(b.id) FROM users AS u JOIN blocks AS b ON b.user_id = u.id GROUP BY u.id "
+     "ORDER BY u.id",
      "MIN(u.email) AS email"),  # u.email: neither grouped nor aggregated
     ("SELECT email FROM users WHERE organization_id = (SELECT id FROM organizations ORDER BY id) ORDER BY email",
      "ORDER BY id LIMIT 1)"),  # a subquery compared as a value, returning several rows
@@ -390,7 +398,8 @@ def test_duckdb_file_path_alone_is_enough(duckdb_file: Path) -> None:
     ("SELECT count(*) FROM users WHERE YEAR(last_login_at) = 2024",
      "SELECT COUNT(*) FROM users WHERE CAST(STRFTIME('%Y', last_login_at) AS INTEGER) = 2024"),
     ("SELECT MONTH(last_login_at), DAY(last_login_at) FROM users",
-     "SELECT CAST(STRFTIME('%m', last_login_at) AS INTEGER), CAST(STRFTIME('%d', last_login_at) AS INTEGER) FROM users"),
+     "SELECT CAST(STRFTIME('%m', last_login_at) AS INTEGER), CAST(STRFTIME('%d', last_login_at) AS INTEGER) "
+     "FROM users"),
     ("SELECT count(*) FROM users", "SELECT count(*) FROM users"),  # nothing to carry: unchanged, as written
 ])
 def test_other_engines_date_parts_are_read_with_strftime_on_sqlite(sql: str, expected: str) -> None:

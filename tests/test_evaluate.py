@@ -1,4 +1,5 @@
-"""``text2sql evaluate`` (``python evaluate.py``) end to end with scripted replies: scoring, reports, a failing question, resuming."""
+"""``text2sql evaluate`` (``python evaluate.py``) end to end with scripted replies: scoring, reports, a failing
+question, resuming."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from text2sql_dspy.optimize import evaluation
 from tests.fakes import draft
 from tests.tiny_db import write_spider_folder
+from text2sql_dspy.optimize import evaluation
 
 QUESTIONS = [
     ("How many users are suspended?", "SELECT count(*) FROM users WHERE status = 'suspended'"),
@@ -32,7 +33,8 @@ def test_evaluate_scores_reports_and_survives_a_bad_reply(tmp_path: Path, tiny_d
         draft("SELECT id, email FROM users"),  # executes, right rows with an extra column: wrong, relaxed right
     ]
     with dspy.context(lm=DummyLM(answers)):
-        code = evaluation.main(["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out", str(out)])
+        code = evaluation.main(["--data", str(data), "--program", "baseline", "--retrieval", "keyword", "--out",
+                                str(out)])
     assert code == 0
     results = json.loads((out / "results.json").read_text())
     summary = results["programs"]["baseline"]
@@ -152,7 +154,7 @@ def test_risk_coverage_keeps_the_most_confident_first_and_ties_together() -> Non
 
 
 def test_the_report_shows_answers_at_each_confidence_and_draws_the_curves(tmp_path: Path) -> None:
-    from text2sql_dspy.optimize.report import write_report, summarize
+    from text2sql_dspy.optimize.report import summarize, write_report
 
     rows = [{"index": i, "correct": c, "confidence": p, "judge_score": p, "metrics": {"latency_s": 1.0}}
             for i, (c, p) in enumerate([(True, 0.95), (True, 0.75), (False, 0.72), (False, 0.2)])]
@@ -166,7 +168,7 @@ def test_the_report_shows_answers_at_each_confidence_and_draws_the_curves(tmp_pa
 
 
 def test_the_report_names_the_code_that_answered_each_part_of_a_resumed_run(tmp_path: Path) -> None:
-    from text2sql_dspy.optimize.report import write_report, summarize
+    from text2sql_dspy.optimize.report import summarize, write_report
 
     codes = [{"digest": "aaaa", "commit": "1111111"}, {"digest": "bbbb"}, {"digest": "aaaa", "commit": "1111111"}]
     rows = [{"index": i, "correct": True, "code": code, "metrics": {"latency_s": 1.0}} for i, code in enumerate(codes)]
@@ -206,7 +208,8 @@ def test_evidence_reaches_the_prompt_as_a_hint_and_the_report_says_so(tmp_path: 
 
 SPARC = [
     {"database_id": "tiny", "interaction": [
-        {"utterance": "How many users are suspended?", "query": "SELECT count(*) FROM users WHERE status = 'suspended'"},
+        {"utterance": "How many users are suspended?",
+         "query": "SELECT count(*) FROM users WHERE status = 'suspended'"},
         {"utterance": "Which ones?", "query": "SELECT email FROM users WHERE status = 'suspended'"},
     ]},
     {"database_id": "tiny", "interaction": [
@@ -224,14 +227,16 @@ def test_sparc_conversations_are_answered_in_order_with_their_own_history(tmp_pa
             "--retrieval", "keyword"]
     wrong_second = "SELECT email FROM users"
     for history, out in (("on", tmp_path / "on"), ("off", tmp_path / "off")):
-        lm = DummyLM([draft(SPARC[0]["interaction"][0]["query"]), draft(wrong_second), draft("SELECT email FROM users")])
+        lm = DummyLM([draft(SPARC[0]["interaction"][0]["query"]), draft(wrong_second),
+                      draft("SELECT email FROM users")])
         with dspy.context(lm=lm):
             assert evaluation.main([*argv, "--history", history, "--out", str(out)]) == 0
         second_prompt = [m for m in lm.history[1]["messages"] if m["role"] == "user"][-1]["content"]
         assert ("- Question: How many users are suspended?" in second_prompt) == (history == "on")
         assert "- Question" not in [m for m in lm.history[2]["messages"] if m["role"] == "user"][-1]["content"]
         records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
-        assert [(r["interaction"], r["turn"], r["correct"]) for r in records] == [(0, 0, True), (0, 1, False), (1, 0, True)]
+        assert [(r["interaction"], r["turn"], r["correct"]) for r in records] == [(0, 0, True), (0, 1, False),
+                                                                                  (1, 0, True)]
         assert [r["history_turns"] for r in records] == ([0, 1, 0] if history == "on" else [0, 0, 0])
         report = (out / "report.md").read_text()
         assert "| Conversations: later turns right | 0.0% |" in report
@@ -251,7 +256,8 @@ def test_a_resumed_conversation_rebuilds_its_history_from_the_kept_answers(tmp_p
     with dspy.context(lm=lm):  # the first turn is kept: only the other two are asked
         assert evaluation.main(argv) == 0
     prompt = [m for m in lm.history[0]["messages"] if m["role"] == "user"][-1]["content"]
-    assert "- Question: How many users are suspended?\n  SQL: SELECT count(*) FROM users WHERE status = 'suspended'" in prompt
+    assert ("- Question: How many users are suspended?\n  SQL: SELECT count(*) FROM users WHERE status = 'suspended'"
+            in prompt)
     assert len(lm.history) == 2
 
 
@@ -271,7 +277,8 @@ DISTINCT_STATUSES = "SELECT DISTINCT status FROM users ORDER BY status DESC"  # 
 
 
 def test_a_bird_download_is_scored_as_birds_evaluator_does(tmp_path: Path, tiny_db: Path) -> None:
-    bird, out = bird_folder(tmp_path, tiny_db, [{"question": "Which statuses do users have?", "SQL": STATUSES}]), tmp_path / "b"
+    bird, out = bird_folder(tmp_path, tiny_db,
+                            [{"question": "Which statuses do users have?", "SQL": STATUSES}]), tmp_path / "b"
     spider = write_spider_folder(tmp_path / "spider", tiny_db, {"dev": [("Which statuses do users have?", STATUSES)]})
     argv = ["--split", "dev", "--program", "baseline", "--retrieval", "keyword"]
     with dspy.context(lm=DummyLM([draft(DISTINCT_STATUSES)])):  # the same set of rows: no duplicates, another order

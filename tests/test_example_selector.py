@@ -9,17 +9,22 @@ from pathlib import Path
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import GOOD_SQL, draft
+from tests.tiny_db import write_spider_folder
 from text2sql_dspy.optimize.compile_command import main as compile_main
 from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.selector import (
-    PAIRS_GUIDE, PAIRS_HEADER, ExampleSelector, mask_question, render_pairs, with_notes,
+    PAIRS_GUIDE,
+    PAIRS_HEADER,
+    ExampleSelector,
+    mask_question,
+    render_pairs,
+    with_notes,
 )
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample
-from tests.fakes import GOOD_SQL, draft
-from tests.tiny_db import write_spider_folder
+from text2sql_dspy.programs.source import open_source
 
 PAIRS = [
     ("How many organizations are there?", "SELECT count(*) FROM organizations"),
@@ -39,7 +44,8 @@ def store(tmp_path: Path, tiny_db: Path, tiny_schemas: Path) -> ExampleStore:
     return store
 
 
-def test_the_nearest_pairs_of_the_same_database_come_first(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
+def test_the_nearest_pairs_of_the_same_database_come_first(store: ExampleStore, tiny_db: Path,
+                                                           tiny_schemas: Path) -> None:
     source = open_source(tiny_db, tiny_schemas)
     pairs = ExampleSelector(store, k=2).pairs(source, "How many failed login attempts did users make?")
     assert len(pairs) == 2
@@ -65,7 +71,8 @@ LONG = _pair("Long?", "SELECT " + ", ".join(f"column_{i}" for i in range(200)) +
         ([LONG, NEAR], 100, [LONG]),
     ],
 )
-def test_pairs_are_rendered_within_the_budget(pairs: list[StoredExample], budget: int, shown: list[StoredExample]) -> None:
+def test_pairs_are_rendered_within_the_budget(pairs: list[StoredExample], budget: int,
+                                              shown: list[StoredExample]) -> None:
     text = render_pairs(pairs, budget)
     expected = [PAIRS_HEADER, *(f"Question: {p.question}\nSQL: {p.sql}" for p in shown)] if shown else []
     assert text == "\n\n".join(expected)
@@ -90,12 +97,16 @@ def test_pairs_of_another_database_are_never_shown(store: ExampleStore, tmp_path
     assert ExampleSelector(store).pairs(renamed, "How many organizations?") == []
 
 
-def test_a_new_pair_is_seen_without_rebuilding_the_selector(store: ExampleStore, tiny_db: Path, tiny_schemas: Path) -> None:
+def test_a_new_pair_is_seen_without_rebuilding_the_selector(store: ExampleStore, tiny_db: Path,
+                                                            tiny_schemas: Path) -> None:
     source = open_source(tiny_db, tiny_schemas)
     selector = ExampleSelector(store, k=1)
-    assert selector.pairs(source, "Which organizations are on the Business plan?")[0].question != "Which organizations use Business?"
-    store.add_pair(source, "Which organizations use Business?", "SELECT name FROM organizations WHERE plan = 'Business'")
-    assert selector.pairs(source, "Which organizations are on the Business plan?")[0].question == "Which organizations use Business?"
+    best = selector.pairs(source, "Which organizations are on the Business plan?")[0]
+    assert best.question != "Which organizations use Business?"
+    store.add_pair(source, "Which organizations use Business?",
+                   "SELECT name FROM organizations WHERE plan = 'Business'")
+    best = selector.pairs(source, "Which organizations are on the Business plan?")[0]
+    assert best.question == "Which organizations use Business?"
 
 
 @pytest.mark.parametrize(
@@ -123,18 +134,21 @@ def test_the_drafting_prompt_shows_the_schema_then_the_pairs_with_the_question(
     store: ExampleStore, tiny_db: Path, tiny_schemas: Path
 ) -> None:
     lm = DummyLM([draft(GOOD_SQL)] * 3)
-    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, examples=store, k_examples=2)
+    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=lm, examples=store,
+                           k_examples=2)
     program.run("How many users are suspended?")
     system, user = (m for m in lm.history[0]["messages"] if m["role"] != "assistant")  # no demo turns
     assert system["content"].startswith("[[ ## table_schemas ## ]]") and "Notes from the people" in system["content"]
     assert "A failed login is a login_attempts row" in system["content"] and PAIRS_GUIDE in system["content"]
     assert "How many users are blocked?" not in system["content"]  # the cached prefix is the same for every question
     facts, question = user["content"].split("[[ ## facts ## ]]")[1].split("[[ ## question ## ]]")
-    assert PAIRS_HEADER in facts and "Question: How many users are blocked?" in facts and "unblocked_at IS NULL" in facts
+    assert PAIRS_HEADER in facts and "Question: How many users are blocked?" in facts
+    assert "unblocked_at IS NULL" in facts
     assert "How many users are suspended?" in question and "How many users are blocked?" not in question
 
 
-def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_store(tmp_path: Path, tiny_db: Path) -> None:
+def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_store(tmp_path: Path,
+                                                                                   tiny_db: Path) -> None:
     data = write_spider_folder(tmp_path / "spider", tiny_db, {"train": PAIRS, "dev": []})
     out = tmp_path / "compiled" / "v2.json"
     argv = ["--program", "v2", "--optimizer", "none", "--data", str(data), "--out", str(out), "--retrieval", "keyword",
@@ -142,13 +156,15 @@ def test_compile_learns_the_training_split_and_the_compiled_program_uses_its_sto
     assert compile_main(argv) == 0
     meta = json.loads(metadata_path(out).read_text())
     assert meta["view"] == {"retrieval": "keyword", "top_k": 5, "schema_budget": 4000}  # what the prompts showed
-    assert meta["examples"] == "v2.examples.sqlite" and meta["learned"] == {"added": 4, "already_stored": 0, "refused": 0}
+    assert meta["examples"] == "v2.examples.sqlite" and meta["learned"] == {"added": 4, "already_stored": 0,
+                                                                            "refused": 0}
     program = make_program(str(out), retrieval_type="keyword", lm=DummyLM([]))
     assert program.selector is not None and program.selector.store.path == out.with_suffix(".examples.sqlite")
     assert program.selector.k == meta["k_examples"] == 2  # compile's --k-examples holds where the file is used
     assert make_program(str(out), retrieval_type="keyword", lm=DummyLM([]), k_examples=3).selector.k == 3
     stored = sorted((e.question, e.sql) for e in program.selector.store.examples(open_source(tiny_db)))
-    assert len(stored) == 4 and meta["examples_export"] == "v2.examples.json" and len(json.loads(out.with_suffix(".examples.json").read_text())) == 4
+    assert len(stored) == 4 and meta["examples_export"] == "v2.examples.json"
+    assert len(json.loads(out.with_suffix(".examples.json").read_text())) == 4
 
     moved = tmp_path / "elsewhere"  # the compiled file travels with its export only: the store is rebuilt from it
     moved.mkdir()

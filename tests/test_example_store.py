@@ -19,11 +19,15 @@ from tests.store_worker import pair
 from tests.tiny_db import build_tiny_db, write_spider_folder
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
 from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
-from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.examples.checks import STATIC_ONLY
 from text2sql_dspy.programs.examples.store import (
-    ExampleError, ExampleStore, StoredExample, database_key, default_store_path,
+    ExampleError,
+    ExampleStore,
+    StoredExample,
+    database_key,
+    default_store_path,
 )  # fmt: skip
+from text2sql_dspy.programs.source import DataSource, open_source
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTION = "How many users are suspended?"
@@ -57,7 +61,8 @@ def other_database(folder: Path) -> DataSource:
         ("", GOOD_SQL, "the question is empty"),
         ("   \n", GOOD_SQL, "the question is empty"),
         (QUESTION, "", "the SQL is empty"),
-        (QUESTION, "INSERT INTO users VALUES (9, 1, 'x@y.test', 'X', 'active', NULL)", "not a read: dangerous operation: INSERT"),
+        (QUESTION, "INSERT INTO users VALUES (9, 1, 'x@y.test', 'X', 'active', NULL)",
+         "not a read: dangerous operation: INSERT"),
         (QUESTION, "UPDATE users SET status = 'active'", "not a read: dangerous operation: UPDATE"),
         (QUESTION, "DELETE FROM users", "not a read: dangerous operation: DELETE"),
         (QUESTION, "DROP TABLE users", "not a read: dangerous operation: DROP"),
@@ -122,7 +127,8 @@ def test_a_training_split_never_overwrites_what_a_user_stored(store: ExampleStor
 
 def test_notes(store: ExampleStore, source: DataSource) -> None:
     note = store.add_note(source, "a failed login is a  login_attempts row with success = 0")
-    assert (note.kind, note.question, note.sql) == ("note", "a failed login is a login_attempts row with success = 0", "")
+    assert (note.kind, note.question, note.sql) == ("note", "a failed login is a login_attempts row with success = 0",
+                                                    "")
     assert store.add_note(source, "A failed login is a login_attempts row with success = 0.") == note
     pair_ = store.add_pair(source, QUESTION, GOOD_SQL)
     assert store.examples(source, "note") == [note] and store.examples(source, "pair") == [pair_]
@@ -130,7 +136,8 @@ def test_notes(store: ExampleStore, source: DataSource) -> None:
         store.add_note(source, "  ")
 
 
-def test_pairs_of_one_database_are_never_shown_on_another(store: ExampleStore, source: DataSource, tmp_path: Path) -> None:
+def test_pairs_of_one_database_are_never_shown_on_another(store: ExampleStore, source: DataSource,
+                                                          tmp_path: Path) -> None:
     other = other_database(tmp_path)
     assert database_key(other) != database_key(source)
     mine = store.add_pair(source, QUESTION, GOOD_SQL)
@@ -177,7 +184,8 @@ def test_export_then_import_round_trip(store: ExampleStore, source: DataSource, 
     store.add_pair(source, QUESTION, GOOD_SQL)
     store.add_note(source, "a failed login is a login_attempts row with success = 0", origin="confirmed")
     store.add_pair(
-        source, "Which organizations are on the Business plan?", "SELECT name FROM organizations WHERE plan = 'Business'",
+        source, "Which organizations are on the Business plan?",
+        "SELECT name FROM organizations WHERE plan = 'Business'",
         origin="train",
     )
     exported = tmp_path / "out" / "pairs.json"
@@ -214,7 +222,8 @@ def test_dump_then_restore_keeps_every_database_and_field(
 
 
 @pytest.mark.parametrize("content", ["not json", "{}", '[{"question": "q"}]', "[1]"])
-def test_restoring_from_a_bad_file_is_refused_and_changes_nothing(store: ExampleStore, tmp_path: Path, content: str) -> None:
+def test_restoring_from_a_bad_file_is_refused_and_changes_nothing(store: ExampleStore, tmp_path: Path,
+                                                                  content: str) -> None:
     (tmp_path / "dump.json").write_text(content)
     with pytest.raises(ExampleError, match="cannot restore examples from"):
         store.restore(tmp_path / "dump.json")
@@ -412,14 +421,16 @@ def test_a_version_1_store_gains_the_dialect_column_and_keeps_its_pairs(tmp_path
             " UNIQUE (db_key, kind, question_key))"
         )
         conn.execute(
-            "INSERT INTO examples VALUES (1, ?, 'tiny', 'pair', ?, 'how many users are suspended', ?, 'user', 'ran', 't', 't')",
+            "INSERT INTO examples VALUES (1, ?, 'tiny', 'pair', ?, 'how many users are suspended', ?, 'user', 'ran', "
+            "'t', 't')",
             [database_key(source), QUESTION, GOOD_SQL],
         )
         conn.execute("PRAGMA user_version = 1")
     conn.close()
     store = ExampleStore(path)
     assert [(e.id, e.sql, e.dialect) for e in store.examples(source)] == [(1, GOOD_SQL, "")]
-    assert store.add_pair(source, "Who is active?", "SELECT full_name FROM users WHERE status = 'active'").dialect == "sqlite"
+    assert store.add_pair(source, "Who is active?",
+                          "SELECT full_name FROM users WHERE status = 'active'").dialect == "sqlite"
 
 
 def test_the_same_database_on_postgresql_keeps_its_pairs(postgres, store: ExampleStore, tmp_path: Path) -> None:  # noqa: ANN001
@@ -437,6 +448,8 @@ def test_the_same_database_on_postgresql_keeps_its_pairs(postgres, store: Exampl
     (folder / "databases.json").write_text(json.dumps({"saas": postgres.reader_url("saas")}))
     report = store.import_split(folder, "train", progress=False)
     assert report.added + report.unchanged + len(report.refused) == len(json.loads((folder / "train.json").read_text()))
-    assert report.added > 100 and any(e.checked.startswith("ran read-only on postgres") for e in store.examples(on_postgres))
+    assert report.added > 100
+    assert any(e.checked.startswith("ran read-only on postgres") for e in store.examples(on_postgres))
     # Refused: only gold queries PostgreSQL itself cannot run (SQLite's JULIANDAY, DATETIME, SUM over a comparison)
-    assert all("invalid for database 'saas': database error: " in reason for _, _, reason in report.refused), report.refused
+    assert all("invalid for database 'saas': database error: " in reason
+               for _, _, reason in report.refused), report.refused

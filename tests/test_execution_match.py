@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from text2sql_dspy.optimize.metrics import compare_execution
-from text2sql_dspy.programs.query.results import columns_subset_match, results_match
 from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.query.results import columns_subset_match, results_match
 
-GOLD = "SELECT u.email, count(*) AS n FROM login_attempts a JOIN users u ON u.id = a.user_id WHERE a.success = 0 GROUP BY u.email"
+GOLD = ("SELECT u.email, count(*) AS n FROM login_attempts a JOIN users u ON u.id = a.user_id WHERE a.success = 0 "
+        "GROUP BY u.email")
 
 
 def result(*rows: tuple) -> QueryResult:
@@ -33,7 +34,8 @@ def result(*rows: tuple) -> QueryResult:
         ("SELECT nope FROM users", False, False, "failed to execute"),
     ],
 )
-def test_strict_and_relaxed_matches_on_a_database(tiny_db: Path, pred: str, strict: bool, relaxed: bool, note: str) -> None:
+def test_strict_and_relaxed_matches_on_a_database(tiny_db: Path, pred: str, strict: bool, relaxed: bool,
+                                                  note: str) -> None:
     comparison = compare_execution(pred, GOLD, str(tiny_db))
     assert (comparison.match, comparison.relaxed_match) == (strict, relaxed)
     assert note in comparison.describe()

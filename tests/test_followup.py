@@ -1,4 +1,5 @@
-"""The follow-up features (``agents/followup.py``): what a follow-up's query keeps, adds and drops of the query before."""
+"""The follow-up features (``agents/followup.py``): what a follow-up's query keeps, adds and drops of the query
+before."""
 
 from __future__ import annotations
 

@@ -43,10 +43,12 @@ def source(tmp_path: Path):
 
 @pytest.mark.parametrize(("sql", "expected"), [
     # a join ranked by a count it has no group for: grouped by the columns shown
-    ("SELECT T1.party_name FROM party AS T1 JOIN member AS T2 ON T1.party_id = T2.party_id ORDER BY COUNT(*) DESC LIMIT 1",
+    ("SELECT T1.party_name FROM party AS T1 JOIN member AS T2 ON T1.party_id = T2.party_id ORDER BY COUNT(*) DESC "
+     "LIMIT 1",
      "SELECT T1.party_name FROM party AS T1 JOIN member AS T2 ON T1.party_id = T2.party_id GROUP BY T1.party_name "
      "ORDER BY COUNT(*) DESC LIMIT 1"),
-    ("SELECT p.party_name AS name, 1 FROM party AS p JOIN member AS m ON p.party_id = m.party_id ORDER BY COUNT(m.member_id)",
+    ("SELECT p.party_name AS name, 1 FROM party AS p JOIN member AS m ON p.party_id = m.party_id "
+     "ORDER BY COUNT(m.member_id)",
      "SELECT p.party_name AS name, 1 FROM party AS p JOIN member AS m ON p.party_id = m.party_id GROUP BY p.party_name "
      "ORDER BY COUNT(m.member_id)"),
     # inside a subquery too
@@ -103,7 +105,8 @@ def test_an_ungrouped_aggregate_is_an_error_naming_the_joins_that_give_it_rows(s
 @pytest.mark.parametrize("sql", [
     "SELECT year, COUNT(*) FROM event GROUP BY year ORDER BY COUNT(*)",
     "SELECT COUNT(*) FROM event ORDER BY COUNT(*)",
-    "SELECT party_name FROM party WHERE party_id IN (SELECT party_id FROM member GROUP BY party_id HAVING COUNT(*) > 1)",
+    "SELECT party_name FROM party WHERE party_id IN (SELECT party_id FROM member GROUP BY party_id "
+    "HAVING COUNT(*) > 1)",
     "SELECT party_name, RANK() OVER (ORDER BY party_id) FROM party",
 ])
 def test_a_grouped_or_aggregate_query_is_no_finding(source, sql: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from tests.scripts import script
@@ -26,6 +25,7 @@ def test_half_of_each_databases_gold_queries_with_their_wordings_on_one_side() -
     key = lambda e: (e["db_id"], e["query"])  # noqa: E731
     assert {key(e) for e in train}.isdisjoint({key(e) for e in test})
     assert sorted(e["question"] for e in train + test) == sorted(e["question"] for e in examples)
-    assert [sum(e["db_id"] == db for e in train) for db in "ab"] == [6, 2]  # 3 of 6 and 1 of 3 queries, two wordings each
+    # 3 of 6 and 1 of 3 queries, two wordings each
+    assert [sum(e["db_id"] == db for e in train) for db in "ab"] == [6, 2]
     assert [e["db_id"] for e in test[:4]] == ["a", "b", "a", "b"]  # the databases in turn
     assert split_module.split(examples, seed=3) == (train, test)

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from text2sql_dspy.programs.cache import default_cache_dir
-from text2sql_dspy.programs.source import open_source
-from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
 from tests.conftest import USER_CACHE_DIR, USER_STORE_PATH
+from text2sql_dspy.programs.cache import default_cache_dir
+from text2sql_dspy.programs.examples.store import ExampleStore, default_store_path
+from text2sql_dspy.programs.source import open_source
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,9 +12,9 @@ from dspy.utils import DummyLM
 from tests.fakes import BAD_SQL, GOOD_SQL, draft
 from tests.tiny_db import write_spider_folder
 from text2sql_dspy.cli import EXIT_USER_ERROR, main
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.examples.commands import EXAMPLES, LEARN, PARTIAL_IMPORT
 from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.source import open_source
 
 QUESTION = "How many users are suspended?"
 
@@ -28,7 +28,8 @@ def stored(store_path: Path, db: Path) -> list[tuple[str, str, str, str]]:
     return [(e.kind, e.question, e.sql, e.origin) for e in ExampleStore(store_path).examples(open_source(db))]
 
 
-def test_learn_list_export_delete(capsys: pytest.CaptureFixture[str], tiny_db: Path, store_path: Path, tmp_path: Path) -> None:
+def test_learn_list_export_delete(capsys: pytest.CaptureFixture[str], tiny_db: Path, store_path: Path,
+                                  tmp_path: Path) -> None:
     where = ["--db", str(tiny_db), "--examples", str(store_path)]
     assert LEARN.main([QUESTION, GOOD_SQL, *where]) == 0
     assert capsys.readouterr().out.startswith("saved pair #1 of database 'tiny' (ran read-only on sqlite: 1 row)")
@@ -63,7 +64,8 @@ def test_a_file_with_refused_rows_lists_them_and_exits_1(
     pairs.write_text(f'question,sql\n"{QUESTION}","{GOOD_SQL}"\n"Who is blocked?","{BAD_SQL}"\n')
     assert main(["learn", "--file", str(pairs), "--db", str(tiny_db), "--examples", str(store_path)]) == PARTIAL_IMPORT
     out = capsys.readouterr().out
-    assert "refused 'Who is blocked?': pair refused, the SQL is invalid for database 'tiny': unknown column 'state'" in out
+    assert ("refused 'Who is blocked?': pair refused, the SQL is invalid for database 'tiny': unknown column 'state'"
+            in out)
     assert "added 1, merged 0, already stored 0, refused 1" in out
     assert stored(store_path, tiny_db) == [("pair", QUESTION, GOOD_SQL, "import")]
 
@@ -121,7 +123,8 @@ def ask(tiny_db: Path, store_path: Path, reply: str, *extra: str) -> int:
                      "--save", "--examples", str(store_path), *extra])  # fmt: skip
 
 
-def test_ask_save_stores_the_answer_as_confirmed(capsys: pytest.CaptureFixture[str], tiny_db: Path, store_path: Path) -> None:
+def test_ask_save_stores_the_answer_as_confirmed(capsys: pytest.CaptureFixture[str], tiny_db: Path,
+                                                 store_path: Path) -> None:
     assert ask(tiny_db, store_path, GOOD_SQL) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith(GOOD_SQL)
@@ -134,7 +137,8 @@ def test_ask_save_stores_the_answer_as_confirmed(capsys: pytest.CaptureFixture[s
 
 @pytest.mark.parametrize(
     ("reply", "needle"),
-    [(BAD_SQL, "unknown column 'state' (did you mean: status?"), ("DELETE FROM users", "not saved: no query was produced")],
+    [(BAD_SQL, "unknown column 'state' (did you mean: status?"),
+     ("DELETE FROM users", "not saved: no query was produced")],
 )
 def test_ask_save_refuses_an_answer_that_fails_the_checks(
     capsys: pytest.CaptureFixture[str], tiny_db: Path, store_path: Path, reply: str, needle: str

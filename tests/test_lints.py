@@ -17,12 +17,24 @@ from text2sql_dspy.programs.query.catalog_schema import CatalogSchema
 from text2sql_dspy.programs.query.filter_lints import month_name_date, name_as_key, unasked_filter
 from text2sql_dspy.programs.query.findings import Kind
 from text2sql_dspy.programs.query.join_lints import (
-    always_true_join, counted_join_key, fan_out, negation_over_join, off_key_join, unlinked_join, unused_join,
+    always_true_join,
+    counted_join_key,
+    fan_out,
+    negation_over_join,
+    off_key_join,
+    unlinked_join,
+    unused_join,
 )
 from text2sql_dspy.programs.query.lints import Query, cartesian_join, outer_column
 from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.query.question_lints import (
-    both_values, dropped_filter, opaque_id, sum_for_count, sum_of_key, unasked_limit, value_not_row,
+    both_values,
+    dropped_filter,
+    opaque_id,
+    sum_for_count,
+    sum_of_key,
+    unasked_limit,
+    value_not_row,
 )
 
 # A student club, as BIRD's student_club: majors named in a lookup table, ISO dates as text and as DATE.
@@ -116,11 +128,13 @@ CASES = [
     (negation_over_join, "Which users were blocked for a reason other than failed logins?",
      f"SELECT u.email {JOINED} WHERE b.reason <> 'too_many_failed_logins'", []),
     (negation_over_join, "Which users were not blocked for failed logins?",
-     "SELECT email FROM users WHERE id NOT IN (SELECT user_id FROM blocks WHERE reason = 'too_many_failed_logins')", []),
+     "SELECT email FROM users WHERE id NOT IN (SELECT user_id FROM blocks WHERE reason = 'too_many_failed_logins')",
+     []),
     (negation_over_join, "Which blocks are not lifted?", f"SELECT b.id, b.reason {JOINED} WHERE b.reason <> 'x'", []),
     # "both", answered with IN/OR on one row
     (both_values, "Which organizations have both active and suspended users?",
-     "SELECT o.name FROM organizations o JOIN users u ON u.organization_id = o.id WHERE u.status IN ('active', 'suspended')",
+     "SELECT o.name FROM organizations o JOIN users u ON u.organization_id = o.id WHERE u.status IN ('active', "
+     "'suspended')",
      [Kind.BOTH_VALUES]),
     (both_values, "Which organizations have both active and suspended users?",
      "SELECT o.name FROM organizations o JOIN users u ON u.organization_id = o.id WHERE u.status = 'active' "
@@ -128,12 +142,14 @@ CASES = [
     (both_values, "Which organizations have both active and suspended users?",
      "SELECT o.name FROM organizations o JOIN users u ON u.organization_id = o.id WHERE u.status = 'active' INTERSECT "
      "SELECT o.name FROM organizations o JOIN users u ON u.organization_id = o.id WHERE u.status = 'suspended'", []),
-    (both_values, "Which users are active or suspended?", "SELECT email FROM users WHERE status IN ('active', 'suspended')",
+    (both_values, "Which users are active or suspended?",
+     "SELECT email FROM users WHERE status IN ('active', 'suspended')",
      []),
     # a LIMIT nobody asked for
     (unasked_limit, "List the first names of users who logged in.", "SELECT full_name FROM users LIMIT 1",
      [Kind.UNASKED_LIMIT]),
-    (unasked_limit, "Which user logged in last?", "SELECT full_name FROM users ORDER BY last_login_at DESC LIMIT 1", []),
+    (unasked_limit, "Which user logged in last?", "SELECT full_name FROM users ORDER BY last_login_at DESC LIMIT 1",
+     []),
     (unasked_limit, "Show 2 users.", "SELECT full_name FROM users LIMIT 2", []),
     (unasked_limit, "", "SELECT full_name FROM users LIMIT 1", []),
     # SUM of ids for "how many"
@@ -141,7 +157,8 @@ CASES = [
     (sum_of_key, "How many successful login attempts were there?", "SELECT sum(success) FROM login_attempts", []),
     (sum_of_key, "What is the total of the ids?", "SELECT sum(id) FROM login_attempts", []),
     # the extreme value where its row is asked
-    (value_not_row, "Which user logged in most recently?", "SELECT max(last_login_at) FROM users", [Kind.VALUE_NOT_ROW]),
+    (value_not_row, "Which user logged in most recently?", "SELECT max(last_login_at) FROM users",
+     [Kind.VALUE_NOT_ROW]),
     (value_not_row, "What is the latest login time?", "SELECT max(last_login_at) FROM users", []),
     (value_not_row, "Which user logged in most recently?",
      "SELECT full_name FROM users ORDER BY last_login_at DESC LIMIT 1", []),
@@ -287,7 +304,8 @@ UNLINKED = [
     ("SELECT p.pet_type FROM school__student s JOIN clinic__pet p ON p.owner_id = s.id", [Kind.UNLINKED_JOIN]),
     ("SELECT s.name FROM school__student s, clinic__owner o WHERE o.student_id = s.id", [Kind.UNLINKED_JOIN]),
     ("SELECT s.name FROM school__student s JOIN school__dorm d ON s.dorm_id = d.id", []),
-    ("SELECT d.dorm_name FROM school__grade g JOIN school__dorm d ON g.student_id = d.id", []),  # linked through student
+    # linked through student
+    ("SELECT d.dorm_name FROM school__grade g JOIN school__dorm d ON g.student_id = d.id", []),
     ("SELECT s.name FROM school__student s JOIN notes n ON n.student_id = s.id", []),  # notes declares no key
     ("SELECT s.name FROM school__student s JOIN clinic__pet p ON s.name = 'x'", []),  # not a join of two columns
     ("SELECT a.name FROM school__student a JOIN school__student b ON a.dorm_id = b.dorm_id", []),  # one table

@@ -30,7 +30,8 @@ class RecordingLlama:
 
     def __init__(self, model_path: str, **kwargs: Any):
         model_params = native.llama_model_default_params()  # what Llama() builds its model params from
-        RecordingLlama.seen.append({"model_path": model_path, "use_extra_bufts": model_params.use_extra_bufts, **kwargs})
+        RecordingLlama.seen.append({"model_path": model_path, "use_extra_bufts": model_params.use_extra_bufts,
+                                    **kwargs})
 
     def set_cache(self, cache: Any) -> None:
         pass
@@ -112,7 +113,8 @@ def test_logprob_recorder_reads_the_sampler_steps():
     vocab = ["A", "B", "C", "<end>", "D"]
     recorder = LogprobRecorder(2, lambda i: vocab[i])
     prompt = [9, 9, 9]
-    rows = [np.array([2.0, 1.0, 0.0, -1.0, -5.0]), np.array([0.0, 3.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 4.0, 0.0])]
+    rows = [np.array([2.0, 1.0, 0.0, -1.0, -5.0]), np.array([0.0, 3.0, 0.0, 0.0, 0.0]),
+            np.array([0.0, 0.0, 0.0, 4.0, 0.0])]
     ids = list(prompt)
     for step, row in enumerate(rows):
         recorder(np.array(ids), row.astype(np.float32))

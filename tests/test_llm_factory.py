@@ -12,12 +12,11 @@ from pathlib import Path
 
 import dspy
 import pytest
-
-from text2sql_dspy.programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
-from text2sql_dspy.programs import usage
-from text2sql_dspy.programs.llm import factory, model_files
 from dspy.lm15 import FunctionTool, ImagePart, Message, Request, TextPart, UnsupportedFeatureError
 
+from text2sql_dspy.programs import usage
+from text2sql_dspy.programs.errors import ConfigurationError, ModelFilesError, Text2SQLError
+from text2sql_dspy.programs.llm import factory, model_files
 from text2sql_dspy.programs.llm.llama_engine import LOCAL_MODEL_NAME, LlamaCppEngine, request_to_messages
 from text2sql_dspy.programs.llm.llama_engine import llama_response_format as _llama_response_format
 

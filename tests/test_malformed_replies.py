@@ -10,14 +10,13 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import BAD_SQL, GOOD_SQL, RecordedLM, draft, step, verdict
 from text2sql_dspy.optimize import evaluation
 from text2sql_dspy.optimize.provenance import code_identity
-from text2sql_dspy.programs.agents.drafting import draft_sql
-from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.programs.agents.baseline import Baseline
+from text2sql_dspy.programs.agents.drafting import NEUTRAL_CONFIDENCE, draft_sql
+from text2sql_dspy.programs.agents.react import ReActAgent, ReActAgentV2
 from text2sql_dspy.signatures import DraftSQL
-from text2sql_dspy.programs.agents.drafting import NEUTRAL_CONFIDENCE
-from tests.fakes import BAD_SQL, GOOD_SQL, RecordedLM, draft, step, verdict
 
 ALL_USERS = "SELECT count(*) FROM users"
 
@@ -146,7 +145,8 @@ def test_answer_one_records_a_malformed_reply_without_an_error(
     tiny_db: Path, tiny_schemas: Path, spec: str, reply: str
 ) -> None:
     program = build(spec, tiny_db, tiny_schemas, [reply] * 6)
-    example = dspy.Example(question="How many users are suspended?", db_id="tiny", db_path=str(tiny_db), gold_sql=GOOD_SQL)
+    example = dspy.Example(question="How many users are suspended?", db_id="tiny", db_path=str(tiny_db),
+                           gold_sql=GOOD_SQL)
     record = evaluation.answer_one(program, spec, 0, example)
     assert "error" not in record, record.get("error")  # the program itself coped; answer_one's net was not needed
     assert "malformed model reply" in record["reason"] and record["status"] == "failed"
@@ -192,12 +192,14 @@ class FlakyEngine:
 
 
 def test_judge_failing_mid_loop_degrades_v2_to_v1_and_says_so(tiny_db: Path, tiny_schemas: Path) -> None:
-    answers = [*failed_opening("v2"), step("validate_sql", query=ALL_USERS), step("llm_judge_evaluate", query=ALL_USERS),
+    answers = [*failed_opening("v2"), step("validate_sql", query=ALL_USERS),
+               step("llm_judge_evaluate", query=ALL_USERS),
                step("validate_sql", query=GOOD_SQL), step("llm_judge_evaluate", query=GOOD_SQL), step("finish"),
                EXTRACT]  # fmt: skip
     engine = FlakyEngine([verdict(False, ["no filter"])], good_calls=1)
     judge = dspy.LM("flaky/judge", engine=engine, num_retries=0, cache=False)  # every call reaches the engine
-    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers), max_repair_steps=10,
+    program = ReActAgentV2(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=DummyLM(answers),
+                           max_repair_steps=10,
                            judge_lm=judge)  # fmt: skip
     answer = program.run("How many users are suspended?")
     verdicts = [s.note for s in answer.steps if s.kind == "llm_judge_evaluate"]

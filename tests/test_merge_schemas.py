@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from text2sql_dspy.programs.db.database import QueryResult
-from text2sql_dspy.programs.query.results import results_match
 from tests.fakes import sqlite_file
 from tests.scripts import script
+from text2sql_dspy.programs.db.database import QueryResult
+from text2sql_dspy.programs.query.results import results_match
 
 merge_schemas = script("benchmarks/merge_schemas.py")
 

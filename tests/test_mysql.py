@@ -14,6 +14,8 @@ from pathlib import Path
 import dspy
 import pytest
 
+from tests.adversarial_corpus import engine_checksum, obeying_lm
+from tests.mariadb_server import Server
 from text2sql_dspy.cli import main
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.react import ReActAgent
@@ -23,11 +25,9 @@ from text2sql_dspy.programs.db import engines
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
 from text2sql_dspy.programs.db.engines import RoleCanWriteWarning, mysql_grants_can_write, open_database
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 from text2sql_dspy.programs.errors import DatabaseError
-from tests.adversarial_corpus import engine_checksum, obeying_lm
-from tests.mariadb_server import Server
+from text2sql_dspy.programs.source import open_source
 
 # --- no server needed ----------------------------------------------------------------------------
 
@@ -51,7 +51,8 @@ def test_show_grants_lines_that_can_write() -> None:
     assert not mysql_grants_can_write(reader)
     for line in ("GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` WITH GRANT OPTION",
                  "GRANT SELECT, INSERT ON `shop`.* TO `w`@`%`", "GRANT FILE ON *.* TO `w`@`%`",
-                 "GRANT CREATE TEMPORARY TABLES ON `shop`.* TO `w`@`%`", "GRANT SELECT ON *.* TO `w`@`%` WITH GRANT OPTION"):
+                 "GRANT CREATE TEMPORARY TABLES ON `shop`.* TO `w`@`%`",
+                 "GRANT SELECT ON *.* TO `w`@`%` WITH GRANT OPTION"):
         assert mysql_grants_can_write([*reader, line]), line
 
 
@@ -63,7 +64,8 @@ def test_show_grants_lines_that_can_write() -> None:
     ("SELECT COUNT(*) FROM users WHERE created_at >= date('now', '-30 days')",
      "SELECT COUNT(*) FROM users WHERE created_at >= DATE(DATE_ADD(NOW(), INTERVAL '-30' DAY))"),
     ("SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM concert ORDER BY year LIMIT 2)",
-     "SELECT name FROM singer WHERE singer_id IN (SELECT * FROM (SELECT singer_id FROM concert ORDER BY year LIMIT 2) AS limited)"),
+     "SELECT name FROM singer WHERE singer_id IN (SELECT * FROM (SELECT singer_id FROM concert ORDER BY year LIMIT 2) "
+     "AS limited)"),
     ("SELECT country, COUNT(*) AS n FROM singer WHERE n > 1 GROUP BY country",
      "SELECT country, COUNT(*) AS n FROM singer WHERE COUNT(*) > 1 GROUP BY country"),
 ])  # fmt: skip
@@ -95,7 +97,8 @@ def test_mariadb_other_databases_comments_and_keys_are_in_the_catalog(mariadb: S
     assert invoices.column("total").description == "Amount in euros, tax included"
     assert invoices.column("singer_id").references == "singer.Singer_ID"
     assert source.catalog.table("concert").column("singer_id").references == "singer.Singer_ID"
-    assert not any(t.startswith(("mysql.", "information_schema.", "performance_schema.")) for t in source.catalog.table_names)
+    system = ("mysql.", "information_schema.", "performance_schema.")
+    assert not any(t.startswith(system) for t in source.catalog.table_names)
     assert source.validator.validate("SELECT total FROM billing.invoices WHERE total > 100").valid
     [suggestion] = source.validator.validate("SELECT total FROM billing.invoice").suggestions
     assert suggestion.startswith("did you mean: billing.invoices")  # other tests' databases may follow it
@@ -180,13 +183,16 @@ def test_bad_mysql_input_is_one_clear_error_naming_the_fix(mariadb: Server, make
     assert "\n" not in str(raised.value) and str(raised.value).startswith("cannot connect to mysql+pymysql://")
 
 
-def test_a_server_too_old_for_read_only_transactions_is_refused(mariadb: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_too_old_for_read_only_transactions_is_refused(mariadb: Server,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(engines.MYSQL_MIN_VERSIONS, "MariaDB", (99, 0, 0))
-    with pytest.raises(DatabaseError, match=r"too old for read-only transactions .*MariaDB 99\.0\.0 or later\): upgrade"):
+    with pytest.raises(DatabaseError,
+                       match=r"too old for read-only transactions .*MariaDB 99\.0\.0 or later\): upgrade"):
         open_database(mariadb.reader_url("saas"))
 
 
-def test_cli_reports_a_refused_mysql_connection_in_one_line(mariadb: Server, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_reports_a_refused_mysql_connection_in_one_line(mariadb: Server,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     url = f"mysql://reader@localhost/saas?unix_socket={mariadb.folder}/missing.sock"
     assert main(["ask", "How many users?", "--db", url]) == 2
     err = capsys.readouterr().err
@@ -204,10 +210,12 @@ def test_copying_a_sqlite_database_into_mariadb_keeps_every_row(mariadb: Server,
     source = open_source(mariadb.reader_url("tiny_copy"))
     assert source.catalog.table("users").primary_key == ["id"]
     assert copy_sqlite_database(tiny_db, url) == tables  # replaced, not doubled
-    assert database.execute("SELECT COUNT(*) FROM users").rows == open_database(tiny_db).execute("SELECT COUNT(*) FROM users").rows
+    assert database.execute("SELECT COUNT(*) FROM users").rows == open_database(tiny_db).execute("SELECT COUNT(*) "
+                                                                                                 "FROM users").rows
 
 
-def test_a_text_key_holding_integers_is_copied_as_an_integer_and_keeps_its_reference(mariadb: Server, tmp_path: Path) -> None:
+def test_a_text_key_holding_integers_is_copied_as_an_integer_and_keeps_its_reference(mariadb: Server,
+                                                                                     tmp_path: Path) -> None:
     path = tmp_path / "concerts.sqlite"
     with sqlite3.connect(path) as conn:  # Spider's concert_singer: the key's two ends typed apart
         conn.executescript("""
@@ -220,10 +228,12 @@ def test_a_text_key_holding_integers_is_copied_as_an_integer_and_keeps_its_refer
     url = mariadb.create_database("concerts_copy")
     copy_sqlite_database(path, url)
     concert = open_source(mariadb.reader_url("concerts_copy")).catalog.table("concert")
-    assert (concert.column("stadium_id").type, concert.column("stadium_id").references) == ("BIGINT", "stadium.Stadium_ID")
+    assert (concert.column("stadium_id").type, concert.column("stadium_id").references) == ("BIGINT",
+                                                                                            "stadium.Stadium_ID")
     assert concert.column("note").references is None  # '01' is text, not an integer written plainly: kept as text
     database = open_database(mariadb.reader_url("concerts_copy"))
-    assert database.execute("SELECT stadium_id, note FROM concert ORDER BY concert_id").rows == [(10, "1"), (1, "01"), (None, None)]
+    assert database.execute("SELECT stadium_id, note FROM concert ORDER BY concert_id").rows == [(10, "1"), (1, "01"),
+                                                                                                 (None, None)]
 
 
 def test_a_copy_carries_the_documentation_as_comments(mariadb: Server, tiny_db: Path, tiny_schemas: Path) -> None:
@@ -232,7 +242,8 @@ def test_a_copy_carries_the_documentation_as_comments(mariadb: Server, tiny_db: 
     status = "Account state:\n'active' or 'suspended'."  # a column's description, over two lines
     columns = [c.model_copy(update={"description": status}) if c.name == "status" else c for c in users.columns]
     users = users.model_copy(update={"columns": columns})
-    documented = documented.model_copy(update={"tables": [users if t.name == "users" else t for t in documented.tables]})
+    documented = documented.model_copy(update={"tables": [users if t.name == "users"
+                                                          else t for t in documented.tables]})
     url = mariadb.create_database("tiny_documented")
     copy_sqlite_database(tiny_db, url, docs=documented)
     copied = open_source(mariadb.reader_url("tiny_documented")).catalog.table("users")
@@ -271,7 +282,8 @@ def test_an_agent_answers_from_a_mysql_url_and_a_hostile_answer_is_refused(maria
         assert not ReActAgent(url, retrieval_type="keyword", lm=obeying_lm(hostile)).run("drop the users").valid
 
 
-def test_text2sql_ask_with_a_mysql_url_prints_and_runs_the_answer(mariadb: Server, capsys: pytest.CaptureFixture[str]) -> None:
+def test_text2sql_ask_with_a_mysql_url_prints_and_runs_the_answer(mariadb: Server,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     url = mariadb.reader_url("saas").replace("mysql+pymysql://", "mysql://")
     sql = "SELECT COUNT(*) FROM users WHERE status = 'suspended'"
     with dspy.context(lm=obeying_lm(sql)):

@@ -71,7 +71,8 @@ def test_whole_part(rendered: set[str], whole: bool) -> None:
 def wide_db(tmp_path: Path) -> Path:
     return sqlite_file(tmp_path / "wide.sqlite", """
             CREATE TABLE shop_singer (id INTEGER PRIMARY KEY, name TEXT, age INTEGER);
-            CREATE TABLE shop_concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES shop_singer(id), year INTEGER);
+            CREATE TABLE shop_concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES shop_singer(id),
+                                       year INTEGER);
             CREATE TABLE music_singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT);
             CREATE TABLE music_song (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES music_singer(id), title TEXT);
             INSERT INTO shop_singer VALUES (1, 'Ana', 30);

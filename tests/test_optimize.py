@@ -11,17 +11,17 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import logprob_lm, scripted_draft, scripted_verdict, verdict
+from tests.tiny_db import write_spider_folder
 from text2sql_dspy.optimize.compile_command import main as optimize_main
 from text2sql_dspy.optimize.demos import compact_reflections, keep_tables
-from text2sql_dspy.programs.answer import Answer, Status
-from text2sql_dspy.programs.query.tables_read import tables_read
 from text2sql_dspy.optimize.metrics import execution_match, make_metric
 from text2sql_dspy.optimize.reward import llm_as_judge_reward
 from text2sql_dspy.optimize.trace_audit import TraceAudit
-from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.agents.registry import make_program, metadata_path
-from tests.fakes import logprob_lm, scripted_draft, scripted_verdict, verdict
-from tests.tiny_db import write_spider_folder
+from text2sql_dspy.programs.answer import Answer, Status
+from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.query.tables_read import tables_read
 
 GOOD = "SELECT count(*) FROM users WHERE status = 'suspended'"
 WRONG = "SELECT count(*) FROM users"
@@ -88,7 +88,8 @@ def test_judge_metric_scores_an_invalid_query_zero_without_asking(tiny_db: Path)
 
 
 def test_combined_metric_averages_and_bootstraps_on_the_threshold(tiny_db: Path) -> None:
-    metric = make_metric("judge+execution", judge_model=logprob_lm([scripted_verdict(0.4, ["misses the status filter"])]))
+    metric = make_metric("judge+execution",
+                         judge_model=logprob_lm([scripted_verdict(0.4, ["misses the status filter"])]))
     ex = example(tiny_db)
     assert metric(ex, answer(GOOD)) == pytest.approx(0.7)
     assert metric(ex, answer(GOOD), trace=[]) is True
@@ -105,7 +106,8 @@ def test_trace_audit_counts_where_the_metric_and_execution_disagree(tiny_db: Pat
     assert fooled.summary() == {
         "traces": 3, "execution_matches": 1, "graded_by_execution": 2,
         "metric_accepted": 3, "metric_accepts_execution_rejects": 1, "metric_rejects_execution_accepts": 0,
-        "judge_alone_accepted": 3, "judge_alone_accepts_execution_rejects": 1, "judge_alone_rejects_execution_accepts": 0,
+        "judge_alone_accepted": 3, "judge_alone_accepts_execution_rejects": 1,
+        "judge_alone_rejects_execution_accepts": 0,
     }
     doubting = TraceAudit(threshold=0.7)  # with execution in the metric, the judge's doubt alone rejects nothing right
     metric = doubting.watch(make_metric("judge+execution", judge_model=logprob_lm([scripted_verdict(0.45)] * 2)))
@@ -160,7 +162,8 @@ def test_judge_gold_metric_uses_the_reward_judge(tiny_db: Path) -> None:
 
 
 def test_demo_schemas_keep_only_the_tables_their_sql_uses() -> None:
-    rendered = "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)\n\n-- relevance 0.2\nCREATE TABLE blocks (id INTEGER)"
+    rendered = ("-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)\n\n"
+                "-- relevance 0.2\nCREATE TABLE blocks (id INTEGER)")
     kept = keep_tables(rendered, tables_read("SELECT u.id FROM users AS u"))
     assert kept == "-- SQLite database 'x'\n\nCREATE TABLE users (id INTEGER)"
     assert tables_read("not sql at all (") == set()
@@ -304,7 +307,8 @@ def test_labeled_demos_teach_the_gold_sql_when_nothing_bootstraps(tmp_path: Path
 
 def test_a_drafting_demo_written_over_another_database_is_not_shown(tiny_db: Path) -> None:
     program = make_program("v2", db_path=tiny_db, retrieval_type="keyword")
-    here = dspy.Example(question="How many users are there?", table_schemas="", hints="", sql="SELECT count(*) FROM users")
+    here = dspy.Example(question="How many users are there?", table_schemas="", hints="",
+                        sql="SELECT count(*) FROM users")
     elsewhere = dspy.Example(question="How many dogs are there?", table_schemas="", hints="",
                              sql="SELECT count(dog_id) FROM Dogs")
     program.draft.demos = [here, elsewhere]

@@ -219,7 +219,8 @@ def test_the_disk_tier_size_comes_from_the_environment(monkeypatch: pytest.Monke
         llama_engine._disk_cache_bytes()
 
 
-def test_the_disk_folder_is_keyed_by_the_model_file_and_context(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_disk_folder_is_keyed_by_the_model_file_and_context(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
     from text2sql_dspy.programs.llm import shared_llama as llama_engine
 
     monkeypatch.setenv("TEXT2SQL_CACHE", str(tmp_path / "cache"))

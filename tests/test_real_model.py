@@ -82,7 +82,8 @@ def test_token_logprobs_give_the_draft_a_confidence_and_the_judge_a_probability(
 
     schema = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, blocked INTEGER);"
     with dspy.context(adapter=StablePrefixAdapter()):  # the programs' adapter: replies are prefilled
-        draft = draft_sql(dspy.Predict(DraftSQL), local_lm, question="How many users are blocked?", table_schemas=schema)
+        draft = draft_sql(dspy.Predict(DraftSQL), local_lm, question="How many users are blocked?",
+                          table_schemas=schema)
         verdict = judge_sql(dspy.Predict(JudgeSQL), local_lm, question="How many users are blocked?",
                             sql=draft.sql, execution_result="columns: count(*)\n1 row\n| 3 |")
     prompt = local_lm.history[-1]["messages"]

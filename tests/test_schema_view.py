@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.retrieval.retriever import make_retriever
 from text2sql_dspy.programs.retrieval.schema_view import estimated_tokens, schema_view
+from text2sql_dspy.programs.source import open_source
 
 SUSPENDED = "How many users are suspended?"
 

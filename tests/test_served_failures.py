@@ -59,7 +59,8 @@ def test_no_server_running_is_one_error_naming_the_fix(tiny_db: Path, tiny_schem
     assert "TEXT2SQL_API_BASE" in err and "Traceback" not in err
 
 
-def test_a_reply_slower_than_the_timeout_is_one_error_naming_the_setting(tiny_db, tiny_schemas, capsys, monkeypatch) -> None:
+def test_a_reply_slower_than_the_timeout_is_one_error_naming_the_setting(tiny_db, tiny_schemas, capsys,
+                                                                         monkeypatch) -> None:
     with StubServer(openai_reply(DRAFT, delay_s=20)) as stub:
         monkeypatch.setenv("TEXT2SQL_API_BASE", stub.url + "/v1")
         monkeypatch.setenv("TEXT2SQL_TIMEOUT_S", "1")

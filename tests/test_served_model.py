@@ -90,7 +90,8 @@ def test_v2_through_the_server_gives_the_in_process_engines_answer(served_env: S
 
     answers = {}
     for model in (served_env.model, "local"):
-        program = make_program("v2", db_path=tiny_db, schema_path=tiny_schemas, model_id=model, retrieval_type="keyword")
+        program = make_program("v2", db_path=tiny_db, schema_path=tiny_schemas, model_id=model,
+                               retrieval_type="keyword")
         answers[model] = program.run(QUESTION)
     served, local = answers[served_env.model], answers["local"]
     assert served.valid and local.valid
@@ -138,7 +139,8 @@ def test_v2_samples_on_the_server_follow_their_seeds(served_env: ServedModel) ->
             return draft_sql(dspy.Predict(DraftSQL), lm, question=question, table_schemas=schema,
                              temperature=1.2, seed=seed).sql
 
-    sample(1)  # the server keeps this prompt's state: the next two reuse it alike (a fresh prompt's logits differ slightly)
+    # the server keeps this prompt's state: the next two reuse it alike (a fresh prompt's logits differ slightly)
+    sample(1)
     first, again = sample(1), sample(1)
     assert first and first == again  # a seed gives the same sample: the server got it (no client cache here)
     assert any(sample(seed) != first for seed in (2, 3, 4))  # and other seeds other samples

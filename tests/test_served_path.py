@@ -54,7 +54,8 @@ def test_samples_send_their_temperature_and_seed(tiny_db) -> None:
         with dspy.context(adapter=StablePrefixAdapter()):
             for seed in (1, 2):
                 draft_sql(dspy.Predict(DraftSQL), lm, question="How many organizations are there?",
-                          table_schemas="CREATE TABLE organizations (id INTEGER PRIMARY KEY);", temperature=0.7, seed=seed)
+                          table_schemas="CREATE TABLE organizations (id INTEGER PRIMARY KEY);", temperature=0.7,
+                          seed=seed)
     assert [(r.body["temperature"], r.body["seed"]) for r in stub.requests] == [(0.7, 1), (0.7, 2)]
     # max_tokens, not max_completion_tokens: llama.cpp's server ignores the latter and writes to the context's end
     assert all(r.body["model"] == "stub-model" and r.body["max_tokens"] == 320 for r in stub.requests)

@@ -3,13 +3,12 @@
 from typing import Any
 
 import dspy
-
 from dspy.lm15 import Message, Response, TextPart, Usage
 
+from tests.fakes import RecordedLM
 from text2sql_dspy.programs.llm.llama_engine import request_to_messages
 from text2sql_dspy.programs.llm.stable_prefix_adapter import IN_SYSTEM_MESSAGE, StablePrefixAdapter, reply_prefill
 from text2sql_dspy.signatures import DraftSQL, JudgeSQL
-from tests.fakes import RecordedLM
 
 SCHEMA = "CREATE TABLE users (id INTEGER PRIMARY KEY, blocked INTEGER);"
 INPUTS = {"table_schemas": SCHEMA, "question": "How many users are blocked?", "hints": ""}
@@ -22,7 +21,8 @@ def demo(question: str) -> dspy.Example:
 
 def test_schema_leads_the_system_message_the_reminder_is_in_it_and_the_question_last() -> None:
     messages = StablePrefixAdapter().format(DraftSQL, [demo("q0")], INPUTS)
-    assert messages[0]["role"] == "system" and messages[0]["content"].startswith(f"[[ ## table_schemas ## ]]\n{SCHEMA}\n\n")
+    assert messages[0]["role"] == "system" and messages[0]["content"].startswith("[[ ## table_schemas ## "
+                                                                                 f"]]\n{SCHEMA}\n\n")
     assert REMINDER in messages[0]["content"]
     last = messages[-1]["content"]
     assert messages[-1]["role"] == "user", "no prefill without an LM that continues a reply"
@@ -62,7 +62,8 @@ class ContinuingEngine:
         messages = request_to_messages(request)
         self.seen.append(messages)
         prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else ""
-        return Response(id="continuing-1", message=Message.assistant([TextPart(prefill + self.continuation)]), model=request.model,
+        return Response(id="continuing-1", message=Message.assistant([TextPart(prefill + self.continuation)]),
+                        model=request.model,
                         usage=Usage(input_tokens=1, output_tokens=1), finish_reason="stop")
 
     def stream(self, request: Any) -> Any:

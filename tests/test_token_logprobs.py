@@ -10,6 +10,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
+from tests.fakes import MARKER_P, Scripted, logprob_lm, reply_text_and_tokens, scripted_draft, scripted_verdict
 from text2sql_dspy.programs.agents.drafting import NEUTRAL_CONFIDENCE, draft_sql
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.llm.factory import build_lm, supports_logprobs
@@ -20,7 +21,6 @@ from text2sql_dspy.programs.llm.token_logprobs import (
     reply_tokens,
 )
 from text2sql_dspy.signatures import DraftSQL, JudgeSQL
-from tests.fakes import MARKER_P, Scripted, logprob_lm, reply_text_and_tokens, scripted_draft, scripted_verdict
 
 
 def tok(text: str, p: float = 0.5, top: dict[str, float] | None = None) -> dict:
@@ -99,7 +99,8 @@ def test_drafting_asks_for_logprobs_only_where_the_lm_returns_them() -> None:
 
 
 def judge(lm: dspy.LM):  # noqa: ANN201
-    return judge_sql(dspy.Predict(JudgeSQL), lm, question="How many?", sql="SELECT 1", execution_result="1 row", explain=False)
+    return judge_sql(dspy.Predict(JudgeSQL), lm, question="How many?", sql="SELECT 1", execution_result="1 row",
+                     explain=False)
 
 
 def test_the_judge_score_is_p_true_even_against_the_written_verdict() -> None:

@@ -95,7 +95,8 @@ VALID = [
     "SELECT [name] FROM [users]",
     "SELECT name FROM main.users",
     "SELECT rowid, name FROM users",
-    "SELECT CASE WHEN success = 1 THEN 'ok' ELSE 'failed' END AS outcome, count(*) FROM login_attempts GROUP BY outcome",
+    "SELECT CASE WHEN success = 1 THEN 'ok' ELSE 'failed' END AS outcome, count(*) FROM login_attempts "
+    "GROUP BY outcome",
     "SELECT name FROM users WHERE status = \"active\"",  # double-quoted string: SQLite reads a string
     "SELECT strftime('%Y', created_at) AS y FROM users WHERE created_at IS NOT NULL ORDER BY name COLLATE NOCASE",
     "SELECT o.name, sum(CASE WHEN la.success = 0 THEN 1 ELSE 0 END) AS fails FROM organizations o "
@@ -196,7 +197,8 @@ def test_result_alias_is_not_visible_in_the_select_list(validator: SQLValidator)
 
 
 def test_recursive_cte_columns(validator: SQLValidator) -> None:
-    result = validator.validate("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT m + 1 FROM c WHERE n < 3) SELECT n FROM c")
+    result = validator.validate("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT m + 1 FROM c WHERE n < 3) SELECT n "
+                                "FROM c")
     assert result.errors == ["unknown column 'm'"]
     assert "columns of c: n" in result.suggestions
 

@@ -10,13 +10,19 @@ import pytest
 import sqlglot
 
 from text2sql_dspy.programs.catalog import values as values_module
+from text2sql_dspy.programs.catalog.values import (
+    ColumnValues,
+    ValueIndex,
+    _plural_and_singular,
+    normalise,
+    render_matches,
+    schema_words,
+    value_index,
+)
 from text2sql_dspy.programs.query.literals import literal_findings
 from text2sql_dspy.programs.query.names import normalize_names
 from text2sql_dspy.programs.query.requalify import requalified
 from text2sql_dspy.programs.source import open_source
-from text2sql_dspy.programs.catalog.values import (
-    ColumnValues, ValueIndex, _plural_and_singular, normalise, render_matches, schema_words, value_index,
-)
 
 CRIMES = [("Salford 001A", "Burglary", "Investigation complete; no suspect identified"),
           ("Salford 002B", "Burglary", "Under investigation"),
@@ -38,7 +44,8 @@ def make_sqlite(path: Path) -> Path:
         CREATE TABLE crime (id INTEGER PRIMARY KEY, LSOA TEXT, crime_type TEXT, outcome TEXT);
         CREATE TABLE plant (id INTEGER PRIMARY KEY, name TEXT, country TEXT, status TEXT, reactor_type TEXT,
                             capacity_mw INTEGER);
-        CREATE TABLE unit (id INTEGER PRIMARY KEY, plant_id INTEGER REFERENCES plant(id), unit_name TEXT, position TEXT);
+        CREATE TABLE unit (id INTEGER PRIMARY KEY, plant_id INTEGER REFERENCES plant(id), unit_name TEXT,
+                           position TEXT);
         CREATE TABLE visit (id INTEGER PRIMARY KEY, site_id INTEGER REFERENCES plant(id), visited_on TEXT);
         CREATE TABLE label (id INTEGER PRIMARY KEY, text TEXT);
         CREATE TABLE ticket (id INTEGER PRIMARY KEY, category_id INTEGER REFERENCES label(id),
@@ -211,7 +218,8 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
     ("SELECT T1.name FROM unit AS T1 WHERE T1.unit_name = 'Unit 1'",
      "SELECT T2.name FROM unit AS T1 INNER JOIN plant AS T2 ON T1.plant_id = T2.id WHERE T1.unit_name = 'Unit 1'"),
     ("SELECT p.unit_name FROM plant AS p WHERE p.status = 'Operational'",
-     "SELECT unit.unit_name FROM plant AS p INNER JOIN unit AS unit ON p.id = unit.plant_id WHERE p.status = 'Operational'"),
+     "SELECT unit.unit_name FROM plant AS p INNER JOIN unit AS unit ON p.id = unit.plant_id "
+     "WHERE p.status = 'Operational'"),
     # an alias the query never defines: the one table read there that has the column
     ("SELECT T2.unit_name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id",
      "SELECT T1.unit_name FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
@@ -227,7 +235,8 @@ def test_the_validator_warns_about_the_literal_and_the_query_stays_valid(source)
      "SELECT T1.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id"),
     ("SELECT site.id FROM unit AS T1 JOIN plant AS T3 ON T1.plant_id = T3.id", None),  # names neither: as written
     # a column of the enclosing query (correlated) is not moved into the subquery's table
-    ("SELECT p.name FROM plant AS p WHERE EXISTS (SELECT 1 FROM unit AS u WHERE u.plant_id = p.id AND p.name = u.unit_name)", None),
+    ("SELECT p.name FROM plant AS p WHERE EXISTS (SELECT 1 FROM unit AS u WHERE u.plant_id = p.id "
+     "AND p.name = u.unit_name)", None),
     # a table called after a key's role: the table the key references, under the name written
     ("SELECT T2.name FROM unit AS T1 JOIN plant_info AS T2 ON T1.plant_id = T2.id", None),  # no plant_info_id
     ("SELECT COUNT(*) FROM unit JOIN site ON unit.site_id = site.id", None),  # unit has no site_id
@@ -310,7 +319,8 @@ def test_duckdb_builds_the_same_index(tmp_path: Path) -> None:
 def test_postgres_builds_the_index_through_the_read_only_role(postgres) -> None:
     postgres.create_database("plants_values")
     postgres.psql("plants_values", "CREATE TABLE plant (id serial PRIMARY KEY, name text, status text); "
-                                   "INSERT INTO plant (name, status) VALUES ('Akkuyu', 'Planned'), ('Ōi', 'Operational')")
+                                   "INSERT INTO plant (name, status) VALUES ('Akkuyu', 'Planned'), ('Ōi', "
+                  "'Operational')")
     postgres.grant_reader("plants_values")
     source = open_source(postgres.reader_url("plants_values"))
     index = value_index(source)

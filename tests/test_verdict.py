@@ -36,4 +36,5 @@ def test_how_a_page_colours_a_verdict(words: str, level: str) -> None:
 
 def test_a_program_s_own_score_reads_no_verdict_however_high() -> None:
     baseline = Answer(question="q", sql="SELECT 1", status="answered", confidence=0.99)  # token confidence
-    assert confidence_words(baseline) == UNRATED and baseline.confidence_line.startswith("confidence 0.99 (uncalibrated")
+    assert confidence_words(baseline) == UNRATED and baseline.confidence_line.startswith("confidence 0.99 "
+                                                                                         "(uncalibrated")

@@ -6,22 +6,38 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-from dataclasses import replace
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from text2sql_dspy.programs.agents.drafting import LOOP_ERROR
-from text2sql_dspy.programs.agents.react import ReActAgentV2
-from text2sql_dspy.programs.agents.verifier import ASKED, EARLY, FOLLOW_UP, FULL, Model, Verifier, features, load_verifier
-from text2sql_dspy.programs.answer import Preview, Reading
-from text2sql_dspy.programs.query.findings import Finding, Kind
 from dspy.utils import DummyLM
 
 from tests.fakes import (
-    BAD_SQL, GOOD_SQL, RecordedLM, draft, logprob_lm, scripted_draft, scripted_verdict, step, verdict,
+    BAD_SQL,
+    GOOD_SQL,
+    RecordedLM,
+    draft,
+    logprob_lm,
+    scripted_draft,
+    scripted_verdict,
+    step,
+    verdict,
 )
+from text2sql_dspy.programs.agents.drafting import LOOP_ERROR
+from text2sql_dspy.programs.agents.react import ReActAgentV2
+from text2sql_dspy.programs.agents.verifier import (
+    ASKED,
+    EARLY,
+    FOLLOW_UP,
+    FULL,
+    Model,
+    Verifier,
+    features,
+    load_verifier,
+)
+from text2sql_dspy.programs.answer import Preview, Reading
+from text2sql_dspy.programs.query.findings import Finding, Kind
 
 ALL_USERS = "SELECT count(*) FROM users"
 
@@ -149,7 +165,8 @@ def test_a_refit_that_differs_in_the_last_bits_writes_the_same_file() -> None:
     nudged = replace(found, sure=found.sure * (1 + 1e-15), full=replace(found.full, intercept=found.full.intercept
                                                                           * (1 + 1e-15)))
     assert nudged != found and json.dumps(nudged.to_json()) == json.dumps(found.to_json())
-    assert found.words(0.85) == "likely right" and found.words(0.5) == "check this" and found.words(0.1) == "likely wrong"
+    assert found.words(0.85) == "likely right" and found.words(0.5) == "check this"
+    assert found.words(0.1) == "likely wrong"
     assert found.words(0.85, noted=True) == "check this" and found.words(0.1, noted=True) == "likely wrong"
     assert found.words(0.85, early=True) == "check this" and found.words(0.95, early=True) == "likely right"
 
@@ -242,7 +259,8 @@ def test_one_table_ranked_with_no_group_is_answered_by_a_join_that_gives_it_rows
     regrouped = [s.sql for s in answer.steps if s.kind == "regroup"]
     assert regrouped == [answer.sql] and answer.metrics.redrafts == 0  # one reading, no model call to mend it
     assert answer.chosen.votes == 1 and Kind.REGROUPED in {f.kind for f in answer.chosen.findings}
-    assert answer.confidence == pytest.approx(0.95) and answer.verdict == "check this"  # a guess is never "likely right"
+    # a guess is never "likely right"
+    assert answer.confidence == pytest.approx(0.95) and answer.verdict == "check this"
     assert answer.sql == ("SELECT users.full_name FROM users JOIN login_attempts ON login_attempts.user_id = users.id "
                           "GROUP BY users.id ORDER BY COUNT(*) DESC LIMIT 1")  # the table the question names
 

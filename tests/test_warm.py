@@ -10,8 +10,8 @@ from pathlib import Path
 import dspy
 import pytest
 
-from text2sql_dspy.programs.agents.baseline import Baseline
 from tests.fakes import GOOD_SQL, logprob_lm, scripted_draft
+from text2sql_dspy.programs.agents.baseline import Baseline
 
 
 def messages_text(lm: object, call: int) -> str:
@@ -68,7 +68,8 @@ def test_warming_in_the_background_uses_the_lm_of_the_callers_context(
     tiny_db: Path, tiny_schemas: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built: list[object] = []
-    monkeypatch.setattr("text2sql_dspy.programs.agents.base.built_lm", lambda *a, **k: built.append(a) or logprob_lm([]))
+    monkeypatch.setattr("text2sql_dspy.programs.agents.base.built_lm", lambda *a,
+                        **k: built.append(a) or logprob_lm([]))
     lm = logprob_lm([])
     program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword")  # its LM: dspy.settings.lm
     with dspy.context(lm=lm):
@@ -138,7 +139,8 @@ def test_a_cold_view_ranks_by_keywords_whatever_the_program_s_retrieval(
 
     asked: list[str] = []
     make_retriever = schema_view.make_retriever
-    monkeypatch.setattr(schema_view, "make_retriever", lambda catalog, kind: asked.append(kind) or make_retriever(catalog, "keyword"))
+    monkeypatch.setattr(schema_view, "make_retriever", lambda catalog,
+                        kind: asked.append(kind) or make_retriever(catalog, "keyword"))
     lm = logprob_lm([])
     lm.engine.held_share = lambda lead: 0.0
     program = Baseline(tiny_db, schema_path=tiny_schemas, retrieval_type="semantic", lm=lm, top_k=1, cold_budget=10)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
-from text2sql_dspy.programs.agents.react import ReActAgentV2
-from text2sql_dspy.programs.calibration import Calibration, save_calibration
-from text2sql_dspy.programs.source import open_source
-from text2sql_dspy.programs.examples.identity import database_key
-from text2sql_dspy.programs.web.service import Service
 from tests.fakes import draft, logprob_lm, scripted_draft, scripted_verdict
 from tests.web_fakes import FAILED_BY_USER, GatedLM, client_for, scripted_service
+from text2sql_dspy.programs.agents.react import ReActAgentV2
+from text2sql_dspy.programs.calibration import Calibration, save_calibration
+from text2sql_dspy.programs.examples.identity import database_key
+from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.web.service import Service
 
 QUESTION = "Which users failed to log in, and how often?"
 
@@ -46,7 +46,8 @@ def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Serv
     reply = client_for(service).post("/api/ask", json={"question": QUESTION})
     assert reply.status_code == 200
     body = reply.json()
-    assert body["sql"] == FAILED_BY_USER and body["status"] == "answered" and body["db"] == "tiny" and body["program"] == "v1"
+    assert body["sql"] == FAILED_BY_USER and body["status"] == "answered"
+    assert body["db"] == "tiny" and body["program"] == "v1"
     assert body["question"] == QUESTION and body["explanation"] and body["judge_score"] is None
     assert [r["sql"] for r in body["readings"] if r["chosen"]] == [FAILED_BY_USER]
     assert body["steps"][0]["kind"] == "draft" and body["metrics"]["lm_calls"] >= 1
@@ -61,7 +62,8 @@ def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Serv
 
 def v2_answer(tiny_db: Path) -> dict:
     """V2's answer through the API: a right count, drafted at 0.97, judged 0.92."""
-    lm = logprob_lm([scripted_draft("SELECT count(*) FROM users WHERE status = 'suspended'", 0.97), scripted_verdict(0.92)])
+    lm = logprob_lm([scripted_draft("SELECT count(*) FROM users WHERE status = 'suspended'", 0.97),
+                     scripted_verdict(0.92)])
     service = scripted_service(tiny_db, lm, program="v2")
     try:
         return client_for(service).post("/api/ask", json={"question": "How many users are suspended?"}).json()
@@ -71,7 +73,8 @@ def v2_answer(tiny_db: Path) -> dict:
 
 def test_v2_answer_shows_the_judge_in_words(tiny_db: Path) -> None:
     body = v2_answer(tiny_db)
-    assert body["judge_score"] == pytest.approx(0.92) and body["judge_words"] == "the judge thinks it answers the question"
+    assert body["judge_score"] == pytest.approx(0.92)
+    assert body["judge_words"] == "the judge thinks it answers the question"
     assert body["confidence_words"] == "uncalibrated"  # V2 without its verifier: the judge's mix is no probability
     assert body["chart"]["kind"] == "number" and body["chart"]["value"] == 1
     assert body["calibrated"] is False
@@ -199,7 +202,8 @@ def test_an_answer_past_its_time_limit_is_a_clear_504_and_the_next_one_works(tin
     try:
         late = client.post("/api/ask", json={"question": QUESTION})
         assert late.status_code == 504
-        assert "no answer within the time limit of 0.5 s" in late.json()["detail"] and "--timeout" in late.json()["detail"]
+        detail = late.json()["detail"]
+        assert "no answer within the time limit of 0.5 s" in detail and "--timeout" in detail
         started = client.post("/jobs", json={"question": QUESTION}).json()
         name, message = sse_events(client, started["events"])[-1]
         assert name == "failure" and "time limit" in message
@@ -224,7 +228,8 @@ def test_a_malformed_reply_is_an_answer_that_says_so(tiny_db: Path) -> None:
     assert "The program produced no query for this question." in page and "malformed model reply" in page
 
 
-def test_a_program_that_raises_fails_one_answer_not_the_server(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_program_that_raises_fails_one_answer_not_the_server(service: Service,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     client = client_for(service)
     real = service.program
     monkeypatch.setattr(service, "program", lambda spec: (_ for _ in ()).throw(RuntimeError("boom")))
@@ -276,7 +281,8 @@ def test_a_stage_emitted_just_before_the_end_is_still_sent() -> None:
     job.emit("queued")
     job.emit("checking")
     events = asyncio.run(collect())
-    assert [json.loads(e["data"])["stage"] for e in events if e["event"] == "stage"] == ["queued", "checking", "showing"]
+    assert [json.loads(e["data"])["stage"] for e in events if e["event"] == "stage"] == ["queued", "checking",
+                                                                                         "showing"]
     assert events[-1] == {"event": "failure", "data": "ended"}
 
 
@@ -284,7 +290,8 @@ def unsure_lm() -> object:
     """V2 on two results the checks support about equally (see tests/test_answer.py)."""
     return logprob_lm([scripted_draft("SELECT count(*) FROM users", 0.6),
                        scripted_draft("SELECT count(*) FROM users WHERE status = 'suspended'", 0.6),
-                       scripted_draft("SELECT count(id) FROM users", 0.6), scripted_verdict(0.4), scripted_verdict(0.7)])
+                       scripted_draft("SELECT count(id) FROM users", 0.6), scripted_verdict(0.4),
+                       scripted_verdict(0.7)])
 
 
 def test_an_unsure_answer_shows_both_readings_and_asks_which(tiny_db: Path) -> None:

@@ -29,7 +29,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 QUESTION = "How many users are blocked right now?"
 SCRIPTED_WAIT_S = 300  # scripted answers take seconds; the bound is for a CI machine busy with other work
-ANSWER_WAIT_S = 1800  # an upper bound for the embedded model on 2 cores shared with other work; the server's limit matches
+# an upper bound for the embedded model on 2 cores shared with other work; the server's limit matches
+ANSWER_WAIT_S = 1800
 
 pytestmark = pytest.mark.browser
 
@@ -133,7 +134,8 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
     rows = answer.find_elements(By.CSS_SELECTOR, ".result table tbody tr")
     assert len(rows) == 1
     assert "row" in answer.find_element(By.CSS_SELECTOR, ".result .row-count").text
-    if answer.find_elements(By.CSS_SELECTOR, "script.chart-data"):  # the model's columns decide; the scripted test always draws
+    # the model's columns decide; the scripted test always draws
+    if answer.find_elements(By.CSS_SELECTOR, "script.chart-data"):
         WebDriverWait(browser, 60).until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".chart.drawn svg.main-svg"))
     shot = os.environ.get("TEXT2SQL_SCREENSHOT")
     if shot:
@@ -150,8 +152,8 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
     WebDriverWait(browser, 30).until(lambda d: "saved" in d.find_element(By.ID, "history").text)
 
     from text2sql_dspy import bundled_database
-    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.source import open_source
 
     source = open_source(bundled_database())
     pairs = ExampleStore(store_path).examples(source, kind="pair")
@@ -162,7 +164,8 @@ def test_ask_see_the_answer_and_teach_it_in_a_real_browser(server: tuple[str, Pa
 
 @pytest.fixture
 def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The app over a database with a hostile cell, on a scripted model, served by uvicorn in this process (no model load)."""
+    """The app over a database with a hostile cell, on a scripted model, served by uvicorn in this process (no model
+    load)."""
     import sqlite3
 
     from dspy.utils import DummyLM
@@ -175,7 +178,8 @@ def scripted_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, score INTEGER NOT NULL)")
         conn.executemany("INSERT INTO notes VALUES (?, ?, ?)", [(1, HOSTILE, 3), (2, "plain", 5)])
     store = tmp_path / "examples.sqlite"
-    service = scripted_service(db, DummyLM([draft("SELECT body, score FROM notes ORDER BY id")] * 10), examples_path=store)
+    service = scripted_service(db, DummyLM([draft("SELECT body, score FROM notes ORDER BY id")] * 10),
+                               examples_path=store)
     with served(service) as url:
         yield url, store
 
@@ -260,11 +264,12 @@ def test_two_questions_a_hostile_cell_and_a_correction_in_a_real_browser(scripte
         lambda d: first.find_element(By.CSS_SELECTOR, ".teach-status").text.startswith("Saved as example #")
     )
 
-    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.source import open_source
 
     pairs = ExampleStore(store_path).examples(open_source(str(store_path.parent / "hostile.sqlite")), kind="pair")
-    assert [(p.question, p.sql) for p in pairs] == [(f"Which notes say {HOSTILE}?", "SELECT body, score FROM notes WHERE score > 4")]
+    assert [(p.question, p.sql) for p in pairs] == [(f"Which notes say {HOSTILE}?",
+                                                     "SELECT body, score FROM notes WHERE score > 4")]
 
 
 @pytest.fixture
@@ -298,8 +303,8 @@ def test_an_unsure_answer_asks_which_reading_and_saves_the_one_picked(unsure_ser
     assert "picked" in readings[1].get_attribute("class")
     assert not readings[0].find_element(By.CSS_SELECTOR, "button.pick").is_enabled()
 
-    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.source import open_source
 
     pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
     assert [(p.question, p.sql) for p in pairs] == [
@@ -353,8 +358,8 @@ def test_a_follow_up_joins_its_conversation_and_right_saves_it_standing_alone(co
         lambda d: (t := second.find_element(By.CSS_SELECTOR, ".teach-status").text).startswith("Saved") and t)
     assert f'stands alone: "{STANDS_ALONE}"' in status
 
-    from text2sql_dspy.programs.source import open_source
     from text2sql_dspy.programs.examples.store import ExampleStore
+    from text2sql_dspy.programs.source import open_source
 
     pairs = ExampleStore(store_path).examples(open_source(str(tiny_db)), kind="pair")
     assert [(p.question, p.sql) for p in pairs] == [(STANDS_ALONE, NAMES)]

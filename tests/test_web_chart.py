@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
+from text2sql_dspy.cli import EXIT_USER_ERROR, main
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.web.answer import confidence_words, judge_words, pretty_sql
 from text2sql_dspy.programs.web.chart import choose_chart
 from text2sql_dspy.programs.web.serve_command import TOKEN_ENV
-from text2sql_dspy.cli import EXIT_USER_ERROR, main
 
 
 def test_a_category_and_a_number_make_a_bar_chart() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
-from text2sql_dspy.programs.source import open_source
-from text2sql_dspy.programs.examples.store import ExampleStore
-from text2sql_dspy.programs.web.service import ServeConfig, Service
 from tests.fakes import draft
 from tests.web_fakes import client_for
+from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.web.service import ServeConfig, Service
 
 SUSPENDED = "SELECT count(*) FROM users WHERE status = 'suspended'"
 NAMES = "SELECT email FROM users WHERE status = 'suspended'"
@@ -61,7 +61,8 @@ def test_a_follow_up_sees_the_turn_before_it_and_is_saved_standing_alone(service
 
 
 def test_a_rewrite_that_points_back_is_not_stored_the_conversation_joined_is(tiny_db: Path, tmp_path: Path) -> None:
-    lm = DummyLM([draft(SUSPENDED), draft(NAMES), {"question": "What are the emails of the users in the previous query?"}])
+    lm = DummyLM([draft(SUSPENDED), draft(NAMES),
+                  {"question": "What are the emails of the users in the previous query?"}])
     config = ServeConfig(databases={"tiny": str(tiny_db)}, program="v1", examples_path=tmp_path / "examples.sqlite")
     service = Service(config, lm=lm)
     try:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
-from text2sql_dspy.programs.web.guard import LOOPBACK_HOSTS, TOKEN_COOKIE
-from text2sql_dspy.programs.web.service import Service
 from tests.fakes import draft
 from tests.web_fakes import client_for, scripted_service
+from text2sql_dspy.programs.web.guard import LOOPBACK_HOSTS, TOKEN_COOKIE
+from text2sql_dspy.programs.web.service import Service
 
 TOKEN = "correct-horse-battery-staple"
 XSS = "<img src=x onerror=alert(1)>"
@@ -27,7 +27,8 @@ def service(tiny_db: Path) -> Service:
 @pytest.mark.parametrize(
     ("method", "url"),
     [("GET", "/"), ("GET", "/static/app.js"), ("GET", "/assets/plotly.min.js"), ("GET", "/api/health"),
-     ("GET", "/openapi.json"), ("GET", "/history"), ("POST", "/api/ask"), ("POST", "/api/examples"), ("POST", "/check")],
+     ("GET", "/openapi.json"), ("GET", "/history"), ("POST", "/api/ask"), ("POST", "/api/examples"),
+     ("POST", "/check")],
 )
 def test_with_a_token_every_request_needs_it(service: Service, method: str, url: str) -> None:
     client = client_for(service)
@@ -89,7 +90,8 @@ def hostile_db(tmp_path: Path) -> Path:
     path = tmp_path / "hostile.sqlite"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, score INTEGER NOT NULL)")
-        conn.executemany("INSERT INTO notes VALUES (?, ?, ?)", [(1, XSS, 3), (2, "</script><script>alert(2)</script>", 5),
+        conn.executemany("INSERT INTO notes VALUES (?, ?, ?)",
+                         [(1, XSS, 3), (2, "</script><script>alert(2)</script>", 5),
                                                                (3, "=HYPERLINK(\"http://x\")", 1)])
     return path
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from dspy.utils import DummyLM
 
-from text2sql_dspy.programs.source import open_source
-from text2sql_dspy.programs.examples.store import ExampleStore
-from text2sql_dspy.programs.web import service as web_service
-from text2sql_dspy.programs.web.service import ServeConfig, Service
 from tests.fakes import draft
 from tests.web_fakes import FAILED_BY_USER, client_for, scripted_service
+from text2sql_dspy.programs.examples.store import ExampleStore
+from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.web import service as web_service
+from text2sql_dspy.programs.web.service import ServeConfig, Service
 
 QUESTION = "Which users failed to log in, and how often?"
 CORRECTED = (
@@ -37,7 +37,8 @@ def stored(store_path: Path, db: Path) -> list[tuple[str, str, str]]:
     return [(e.question, e.sql, e.origin) for e in ExampleStore(store_path).examples(open_source(str(db)), kind="pair")]
 
 
-def test_right_saves_the_answered_pair_and_the_history_lists_it(service: Service, store_path: Path, tiny_db: Path) -> None:
+def test_right_saves_the_answered_pair_and_the_history_lists_it(service: Service, store_path: Path,
+                                                                tiny_db: Path) -> None:
     client = client_for(service)
     answer = client.post("/api/ask", json={"question": QUESTION}).json()
     saved = client.post("/api/examples", json={"question": QUESTION, "sql": answer["sql"], "db": "tiny",
@@ -50,7 +51,8 @@ def test_right_saves_the_answered_pair_and_the_history_lists_it(service: Service
     assert "tiny · v1 · done · <strong>saved</strong>" in history
     assert f'data-example="{saved.json()["id"]}"' in history and "ORDER BY failed DESC" in history
     again = client.post("/api/examples", json={"question": QUESTION, "sql": answer["sql"]})
-    assert again.status_code == 201 and again.json()["outcome"] == "unchanged" and again.json()["id"] == saved.json()["id"]
+    assert again.status_code == 201 and again.json()["outcome"] == "unchanged"
+    assert again.json()["id"] == saved.json()["id"]
 
 
 def test_wrong_then_edit_run_and_save_replaces_the_sql(service: Service, store_path: Path, tiny_db: Path) -> None:
@@ -93,7 +95,8 @@ def test_bad_example_bodies_are_422(service: Service) -> None:
 def test_saved_pairs_outlive_the_server(tiny_db: Path, store_path: Path) -> None:
     first = scripted_service(tiny_db, examples_path=store_path)
     try:
-        assert client_for(first).post("/api/examples", json={"question": QUESTION, "sql": FAILED_BY_USER}).status_code == 201
+        assert client_for(first).post("/api/examples",
+                                      json={"question": QUESTION, "sql": FAILED_BY_USER}).status_code == 201
     finally:
         first.close()
     second = scripted_service(tiny_db, examples_path=store_path)
@@ -125,4 +128,5 @@ def test_the_store_is_the_one_given_else_the_compiled_programs_else_the_default(
     given = tmp_path / "mine.sqlite"
     assert web_service.store_path(ServeConfig({"tiny": "x"}, program=str(compiled), examples_path=given)) == given
     assert web_service.store_path(ServeConfig({"tiny": "x"}, program=str(compiled))) == tmp_path / "v2.examples.sqlite"
-    assert web_service.store_path(ServeConfig({"tiny": "x"}, program="v2")) is None  # ExampleStore(None): the default store
+    # ExampleStore(None): the default store
+    assert web_service.store_path(ServeConfig({"tiny": "x"}, program="v2")) is None

@@ -83,5 +83,6 @@ def write_spider_folder(folder: Path, tiny_db: Path, splits: dict[str, list[tupl
     (folder / "database" / "tiny").mkdir(parents=True)
     shutil.copy(tiny_db, folder / "database" / "tiny" / "tiny.sqlite")
     for split, pairs in splits.items():
-        (folder / f"{split}.json").write_text(json.dumps([{"db_id": "tiny", "question": q, "query": s} for q, s in pairs]))
+        records = [{"db_id": "tiny", "question": q, "query": s} for q, s in pairs]
+        (folder / f"{split}.json").write_text(json.dumps(records))
     return folder
