@@ -1,12 +1,12 @@
 """The adversarial suite's figures: the hostile SQL corpus through validator, executor and the agent's tools.
 
-For each database (the tiny test database and the bundled ``saas`` one on SQLite, both copied to a
-temporary folder first; ``saas`` loaded into a throwaway PostgreSQL server and a throwaway MariaDB server,
-queried through a SELECT-only role, and into a DuckDB file) it prints, per category: cases tried, refused by the validator as dangerous, failed
-harmlessly (not refused, yet no crash, hang or change), refused by the executor when run directly,
-mutations and hangs (both must be 0), crashes, cases handled otherwise than they must be, and the
-slowest case; then the checksum before and after (SQLite: the file's sha256; PostgreSQL and DuckDB: every
-table's contents and the catalog). No language model is involved.
+For each database (the tiny test database and the bundled ``saas`` one on SQLite, both copied to a temporary folder
+first; ``saas`` loaded into a throwaway PostgreSQL server and a throwaway MariaDB server, queried through a SELECT-only
+role, and into a DuckDB file) it prints, per category: cases tried, refused by the validator as dangerous, failed
+harmlessly (not refused, yet no crash, hang or change), refused by the executor when run directly, mutations and hangs
+(both must be 0), crashes, cases handled otherwise than they must be, and the slowest case; then the checksum before and
+after (SQLite: the file's sha256; PostgreSQL and DuckDB: every table's contents and the catalog). No language model is
+involved.
 
 Usage::
 
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from text2sql_dspy.programs.bundled import ensure_bundled_database  # noqa: E402
+from tests import mariadb_server  # noqa: E402
 from tests.adversarial_corpus import (  # noqa: E402
     CASE_BOUND_S,
     Arena,
@@ -42,12 +42,12 @@ from tests.adversarial_corpus import (  # noqa: E402
     problems,
     run_corpus,
 )
-from tests import mariadb_server  # noqa: E402
 from tests.postgres_server import ServerUnavailable, start  # noqa: E402
 from tests.tiny_db import build_tiny_db  # noqa: E402
+from text2sql_dspy.programs.bundled import ensure_bundled_database  # noqa: E402
 
-COLUMNS = ["category", "cases", "refused", "failed harmlessly", "exec refused", "mutations", "hangs", "crashes", "wrong",
-           "slowest s"]  # fmt: skip
+COLUMNS = ["category", "cases", "refused", "failed harmlessly", "exec refused", "mutations", "hangs", "crashes",
+           "wrong", "slowest s"]  # fmt: skip
 
 
 def rows(outcomes: list[Outcome]) -> list[list[str]]:
@@ -75,7 +75,11 @@ def _row(name: str, group: list[Outcome]) -> list[str]:
 
 def render(table: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in [COLUMNS, *table]) for i in range(len(COLUMNS))]
-    line = lambda row: "| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) + " |"  # noqa: E731
+
+    def line(row: list[str]) -> str:
+        cells = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        return "| " + " | ".join(cells) + " |"
+
     return "\n".join([line(COLUMNS), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, table)])
 
 
@@ -122,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                     table = rows(outcomes)
                     print(f"\n## {name}: {len(arena.cases)} cases (a hang: over {CASE_BOUND_S:g}s a case)\n")
                     print(render(table))
-                    print(f"\nchecksum before {before}\nchecksum after  {after}  {'(same)' if before == after else '(CHANGED)'}")
+                    print(f"\nchecksum before {before}\nchecksum after  {after}  "
+                          f"{'(same)' if before == after else '(CHANGED)'}")
                     leftovers = sorted(p.name for p in arena.harness.scratch.iterdir())
                     print(f"files written to the scratch folder: {len(leftovers)}")
                     for outcome in outcomes:

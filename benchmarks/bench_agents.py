@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from text2sql_dspy.optimize import evaluation  # noqa: E402
 from text2sql_dspy.optimize.report import summarize  # noqa: E402
-from text2sql_dspy.programs.dataset import load_split  # noqa: E402
 from text2sql_dspy.programs.bundled import BUNDLED_DATA  # noqa: E402
+from text2sql_dspy.programs.dataset import load_split  # noqa: E402
 
 COLUMNS = [
     ("exec acc", "execution_accuracy", "{:.0%}"),

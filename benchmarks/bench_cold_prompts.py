@@ -49,7 +49,8 @@ def main() -> int:
         gen_tokens += result["usage"]["completion_tokens"]
         gen_s += max(1e-3, whole - first)
     print(f"{shared.settings}\nextra_bufts={os.environ.get('TEXT2SQL_LLAMA_EXTRA_BUFTS', 'default')} load {load:.2f}s "
-          f"prompt {prompt_tokens / prompt_s:.1f} tok/s gen {gen_tokens / gen_s:.1f} tok/s over {len(examples)} prompts")
+          f"prompt {prompt_tokens / prompt_s:.1f} tok/s gen {gen_tokens / gen_s:.1f} tok/s over {len(examples)} "
+          "prompts")
     return 0
 
 

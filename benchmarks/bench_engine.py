@@ -142,7 +142,8 @@ def state_overhead(shared: SharedLlama, lm, prefix: str, results: dict[str, obje
             llm.load_state(state)
             timings["load_slim_s"] = time.perf_counter() - t
             slim_mb = (state.llama_state_size + state.scores.nbytes) / 2**20
-    results["state_overhead"] = {**timings, "stock_entry_mb": stock_mb, "slim_entry_mb": slim_mb, "tokens": llm.n_tokens}
+    results["state_overhead"] = {**timings, "stock_entry_mb": stock_mb, "slim_entry_mb": slim_mb,
+                                 "tokens": llm.n_tokens}
     print(f"KV state of {llm.n_tokens} tokens: save {timings['save_s']:.3f}s; entry {stock_mb:.0f} MB stock vs "
           f"{slim_mb:.0f} MB slim; load {timings['load_stock_s']:.3f}s stock vs {timings['load_slim_s']:.3f}s slim")
 
@@ -167,9 +168,11 @@ def sweep(path: Path, args: argparse.Namespace, results: dict[str, object]) -> N
     figures: dict[str, dict[str, list[float]]] = {name: {"prompt": [], "gen": []} for name in SWEEP}
     for r in range(args.rounds):
         for name, change in SWEEP.items():
-            shared = SharedLlama(path, n_ctx=args.n_ctx or DEFAULT_N_CTX, prefix_cache=False, settings=replace(base, **change))
+            shared = SharedLlama(path, n_ctx=args.n_ctx or DEFAULT_N_CTX, prefix_cache=False,
+                                 settings=replace(base, **change))
             prefix = schema_text(shared, args.prefix_tokens, "agent")
-            messages = [{"role": "system", "content": prefix}, {"role": "user", "content": "Write twenty SQL queries, numbered."}]
+            messages = [{"role": "system", "content": prefix},
+                        {"role": "user", "content": "Write twenty SQL queries, numbered."}]
             shared.chat(messages, max_tokens=1, temperature=0.0)  # warm-up: first decode allocates buffers
             shared.clear_kv()
             t = time.perf_counter()
@@ -182,7 +185,8 @@ def sweep(path: Path, args: argparse.Namespace, results: dict[str, object]) -> N
             n_gen = int(out["usage"]["completion_tokens"])
             figures[name]["prompt"].append(n_prompt / prompt_s)
             figures[name]["gen"].append(n_gen / gen_s)
-            print(f"  round {r + 1}: {name:<36} prompt {n_prompt / prompt_s:6.1f} tok/s  generation {n_gen / gen_s:5.1f} tok/s", flush=True)
+            print(f"  round {r + 1}: {name:<36} prompt {n_prompt / prompt_s:6.1f} tok/s  generation "
+                  f"{n_gen / gen_s:5.1f} tok/s", flush=True)
             shared.close()
     print(f"{'setting':<38} {'prompt tok/s':>12} {'gen tok/s':>10}   (median of {args.rounds} rounds)")
     for name, fig in figures.items():
@@ -204,7 +208,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--skip-scenarios", action="store_true", help="only assembly, load and tok/s")
     parser.add_argument("--sweep", action="store_true",
-                        help="compare llama.cpp settings (extra buffer types, flash attention, batch, KV type) and exit")
+                        help="compare llama.cpp settings (extra buffer types, flash attention, batch, "
+                             "KV type) and exit")
     args = parser.parse_args()
     logging.getLogger("dspy.clients.lm").setLevel(logging.ERROR)  # max_tokens truncation is intended here
     results: dict[str, object] = {"n_ctx": args.n_ctx, "n_threads": args.n_threads, "cpu_count": os.cpu_count()}
@@ -281,7 +286,8 @@ def main() -> int:
         shared.set_prefix_cache(mode != "off", slim=mode == "slim")
         for r in range(args.rounds):
             shared.clear_kv()
-            label = {"off": "no RAM cache", "stock": "stock LlamaRAMCache", "slim": "slim LlamaRAMCache (engine default)"}
+            label = {"off": "no RAM cache", "stock": "stock LlamaRAMCache",
+                     "slim": "slim LlamaRAMCache (engine default)"}
             print(f"{label[mode]} (round {r + 1}/{args.rounds}, loadavg {os.getloadavg()[0]:.2f})")
             before = snapshot(shared)
             lat = [call(lm, agent_prefix, q, args.max_tokens) for q in AGENT_QUESTIONS[:5]]

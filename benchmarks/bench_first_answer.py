@@ -7,14 +7,15 @@ after ``warm()`` (what ``serve`` and ``chat`` do at start-up, while nobody waits
     TEXT2SQL_N_THREADS=1 python benchmarks/bench_first_answer.py --mode cold --cold-budget 2500    # as ``ask``
 
 Each mode runs in its own process with the disk tier of the KV prefix cache off (``TEXT2SQL_KV_CACHE_BYTES=0``, set
-here), so nothing an earlier process read helps; the bundled database's value index, kept in the user cache, is
-built first and not timed. ``--schema-budget`` shows the linked tables of a schema over that many tokens (the
-whole schema is about 8,300); ``--cold-budget``, as ``ask`` does, only while no cache holds it. Prints the seconds of the warm-up (warmed mode), of the first question and of the second,
-for the first two questions of the bundled ``data/test.json`` (``--start I``: from its I-th; ``--questions N``: N of
-them, the first timed as the first answer, each later one as the next). ``--top-k`` sets the program's tables shown
-where the schema is not shown whole. ``--follow-up TEXT`` then asks TEXT after the first question, in its conversation,
-and times it; ``--warm draft`` warms the first question's draft alone (as before the follow-up's edit was warmed too),
-for the comparison. Run both modes in one sitting and compare ratios.
+here), so nothing an earlier process read helps; the bundled database's value index, kept in the user cache, is built
+first and not timed. ``--schema-budget`` shows the linked tables of a schema over that many tokens (the whole schema is
+about 8,300); ``--cold-budget``, as ``ask`` does, only while no cache holds it. Prints the seconds of the warm-up
+(warmed mode), of the first question and of the second, for the first two questions of the bundled ``data/test.json``
+(``--start I``: from its I-th; ``--questions N``: N of them, the first timed as the first answer, each later one as the
+next). ``--top-k`` sets the program's tables shown where the schema is not shown whole. ``--follow-up TEXT`` then asks
+TEXT after the first question, in its conversation, and times it; ``--warm draft`` warms the first question's draft
+alone (as before the follow-up's edit was warmed too), for the comparison. Run both modes in one sitting and compare
+ratios.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         figures["follow-up calls"] = followed.metrics.lm_calls
         figures["follow-up steps"] = " ".join(step.kind for step in followed.steps)
         figures["follow-up prompt tokens read"] = stats.prompt_tokens - stats.cached_prompt_tokens - read_before
-    print(json.dumps({"mode": args.mode, "warm": args.warm, "program": args.program, "schema_budget": args.schema_budget,
+    print(json.dumps({"mode": args.mode, "warm": args.warm, "program": args.program,
+                      "schema_budget": args.schema_budget,
                       "cold_budget": args.cold_budget, "top_k": args.top_k, "start": args.start,
                       **{k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()},
                       "answer s": [round(s, 1) for s in seconds], "right": right}))

@@ -39,15 +39,15 @@ from tqdm import tqdm
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.drafting import draft_sql
-from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.generators import SAMPLE_TEMPERATURE
+from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.registry import make_program
-from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.query.results import facts_of
-from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.llm.factory import build_lm
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
+from text2sql_dspy.programs.query.results import facts_of
+from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.signatures import JudgeSQL
 
 SCHEMA_DESC = "CREATE TABLE statements of the database the query ran on"
@@ -75,8 +75,8 @@ def collect(program: Any, examples: list[tuple[int, Any]], samples: int, out: Pa
             seen: set[str] = set()
             for seed in range(samples + 1):
                 sampling = {"temperature": SAMPLE_TEMPERATURE, "seed": seed} if seed else {}
-                draft = draft_sql(program.draft, program.lm, source=source, question=example.question, table_schemas=view.text,
-                                  facts=view.facts, **sampling)
+                draft = draft_sql(program.draft, program.lm, source=source, question=example.question,
+                                  table_schemas=view.text, facts=view.facts, **sampling)
                 validation = source.validator.validate(draft.sql) if draft.sql else None
                 if validation is None or not validation.valid or validation.sql in seen:
                     continue
@@ -147,7 +147,8 @@ def main() -> int:
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), help="judge variants (default: all)")
     parser.add_argument("--demos", type=Path, help="another run's --out, whose candidates are the fewshot demos")
     parser.add_argument("--demos-per-label", type=int, default=2)
-    parser.add_argument("--examples", type=Path, help="an example store: drafts are shown its pairs; the pairs variant uses it")
+    parser.add_argument("--examples", type=Path,
+                        help="an example store: drafts are shown its pairs; the pairs variant uses it")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     needs = {"fewshot": ("demos", "--demos (another run's --out)"), "pairs": ("examples", "--examples STORE")}
@@ -178,7 +179,8 @@ def main() -> int:
             mean_wrong = statistics.mean([s for s, c in pairs if not c] or [float("nan")])
             auc = reliability.get("judge_auc")
             print(f"{variant:<8} n={len(pairs)} ROC AUC {'n/a' if auc is None else f'{auc:.3f}'} "
-                  f"ECE {expected_calibration_error(pairs):.3f} mean score right {mean_right:.2f} wrong {mean_wrong:.2f} "
+                  f"ECE {expected_calibration_error(pairs):.3f} mean score right {mean_right:.2f} wrong "
+                  f"{mean_wrong:.2f} "
                   f"median {statistics.median(r['seconds'] for r in rows):.2f} s a verdict")
     return 0
 

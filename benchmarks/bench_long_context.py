@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
+from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.llm.factory import build_lm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,7 +27,8 @@ def main() -> int:
         start = time.perf_counter()
         result, cached = shared.chat(messages, max_tokens=64, temperature=0.0, repeat_penalty=1.0)
         usage = result["usage"]
-        print((round(time.perf_counter() - start, 2), usage["prompt_tokens"], cached, usage["completion_tokens"]), flush=True)
+        print((round(time.perf_counter() - start, 2), usage["prompt_tokens"], cached, usage["completion_tokens"]),
+              flush=True)
     return 0
 
 

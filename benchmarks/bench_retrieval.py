@@ -41,18 +41,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.catalog.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
-from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
 from text2sql_dspy.programs.catalog.samples import sampled  # noqa: E402
+from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
 from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
+from text2sql_dspy.programs.retrieval.embedder import load_embedder  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402
     DEFAULT_KEYWORD_WEIGHT,
     KeywordRetriever,
     SemanticRetriever,
     TableRetriever,
 )
-from text2sql_dspy.programs.retrieval.embedder import load_embedder  # noqa: E402
+from text2sql_dspy.programs.source import open_source  # noqa: E402
 
 DEFAULT_SPIDER = Path("/work/shared/benchmarks/spider-public")
 KS = (3, 5)
@@ -179,7 +179,8 @@ def evaluate(
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'dataset':<13}{'retriever':<23}{'k':>2} {'mode':<4}{'n':>5}{'recall':>8}{'all':>7}{'tables':>7}{'hard':>7}{'hard_n':>7}{'ms/q':>7}{'p50':>6}"
+    header = (f"{'dataset':<13}{'retriever':<23}{'k':>2} {'mode':<4}{'n':>5}{'recall':>8}{'all':>7}{'tables':>7}"
+              f"{'hard':>7}{'hard_n':>7}{'ms/q':>7}{'p50':>6}")
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -191,10 +192,13 @@ def print_table(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spider", type=Path, default=DEFAULT_SPIDER, help="Spider-format folder (dev/train/tables.json)")
+    parser.add_argument("--spider", type=Path, default=DEFAULT_SPIDER,
+                        help="Spider-format folder (dev/train/tables.json)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each file")
-    parser.add_argument("--weights", default="0.3,0.5", help="keyword weights of the hybrid retrievers, comma-separated")
-    parser.add_argument("--only", default="", help="comma-separated dataset names to run (spider-dev, spider-train, saas)")
+    parser.add_argument("--weights", default="0.3,0.5",
+                        help="keyword weights of the hybrid retrievers, comma-separated")
+    parser.add_argument("--only", default="",
+                        help="comma-separated dataset names to run (spider-dev, spider-train, saas)")
     parser.add_argument("--latency-n", type=int, default=100, help="questions per dataset timed with the real model")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Throughput of the embedded model in process and behind a real OpenAI-compatible server, at 1, 2 and 4 threads.
 
-    python benchmarks/bench_served.py --data PATH/spider --split dev --n 40 --out benchmarks/results/served-throughput-2026-11-25
+    python benchmarks/bench_served.py --data PATH/spider --split dev --n 40 \
+        --out benchmarks/results/served-throughput-2026-11-25
 
 The same first N questions are answered by one program (``--program``, default baseline) six ways:
 in process (the embedded llama.cpp engine) and through llama-cpp-python's OpenAI-compatible server
@@ -108,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         shutil.move(str(server.log), args.out / "server.log")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(f"\n{'mode':<11} {'threads':>7} {'q/min':>7} {'p50 s':>7} {'p95 s':>7} {'calls':>6} {'exec acc':>8} {'failed':>6}")
+    print(f"\n{'mode':<11} {'threads':>7} {'q/min':>7} {'p50 s':>7} {'p95 s':>7} {'calls':>6} {'exec acc':>8} "
+          f"{'failed':>6}")
     for row in summary["configs"]:
         print(f"{row['mode']:<11} {row['threads']:>7} {row['questions_per_minute']:>7.2f} {row['latency_p50_s']:>7.2f} "
-              f"{row['latency_p95_s']:>7.2f} {row['lm_calls']:>6} {row['execution_accuracy']:>8.1%} {row['failures']:>6}")
+              f"{row['latency_p95_s']:>7.2f} {row['lm_calls']:>6} {row['execution_accuracy']:>8.1%} "
+              f"{row['failures']:>6}")
     return 0
 
 

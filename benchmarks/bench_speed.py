@@ -38,12 +38,12 @@ from text2sql_dspy.optimize.evaluation import scored
 from text2sql_dspy.optimize.metrics import COMPARISON_VERSION
 from text2sql_dspy.optimize.report import expected_calibration_error, judge_reliability
 from text2sql_dspy.programs.agents.registry import make_program
-from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
-from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.llm.factory import build_lm
 from text2sql_dspy.programs.llm.llama_engine import EngineStats
 from text2sql_dspy.programs.retrieval.schema_view import schema_view
+from text2sql_dspy.programs.source import open_source
 
 PROGRAMS = ("baseline", "v2")
 RAW_SYSTEM = "You write {dialect} queries. Reply with the SQL only."
@@ -74,7 +74,8 @@ def raw_call(shared: Any, question: str, db_path: str) -> tuple[float, int, str]
     messages = raw_messages(question, db_path)
     start = time.perf_counter()
     result, _ = shared.chat(messages, max_tokens=320, temperature=0.0, repeat_penalty=1.0)
-    return time.perf_counter() - start, int(result["usage"]["completion_tokens"]), result["choices"][0]["message"]["content"]
+    reply = result["choices"][0]["message"]["content"]
+    return time.perf_counter() - start, int(result["usage"]["completion_tokens"]), reply
 
 
 def stats_delta(after: EngineStats, before: EngineStats) -> dict[str, float]:
@@ -99,9 +100,12 @@ def run_question(shared: Any, programs: dict[str, Any], dataset: str, index: int
         seconds = time.perf_counter() - start
         verdict = scored(str(pred.get("query") or ""), example)
         rows.append({
-            "dataset": dataset, "index": index, "program": name, "latency_s": seconds, **stats_delta(shared.stats, before),
-            "correct": verdict["correct"], "scored_with": verdict["scored_with"], "query": pred.get("query"), "confidence": pred.get("confidence"),
-            "judge_score": pred.get("judge_score"), "candidates": pred.get("candidates"), "agreement": pred.get("agreement"),
+            "dataset": dataset, "index": index, "program": name, "latency_s": seconds,
+            **stats_delta(shared.stats, before),
+            "correct": verdict["correct"], "scored_with": verdict["scored_with"], "query": pred.get("query"),
+            "confidence": pred.get("confidence"),
+            "judge_score": pred.get("judge_score"), "candidates": pred.get("candidates"),
+            "agreement": pred.get("agreement"),
         })
     return rows
 
@@ -138,7 +142,8 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
             if not mine:
                 continue
             lat = [r["latency_s"] for r in mine]
-            paired = [r["latency_s"] / raw_of[(r["dataset"], r["index"])] for r in mine]  # ÷ its own question's raw call
+            # ÷ its own question's raw call
+            paired = [r["latency_s"] / raw_of[(r["dataset"], r["index"])] for r in mine]
             prompt = sum(r["prompt_tokens"] for r in mine)
             figures[name] = {
                 "median_s": statistics.median(lat), "p95_s": pct(lat, 0.95),
@@ -157,7 +162,8 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
                 figures[name].update(judge_reliability(judged), judge_ece=expected_calibration_error(judged),
                                      judged=len(judged))
         all_prompt = sum(r["prompt_tokens"] for r in rows)
-        figures["kv_served_all_calls"] = sum(r["cached_prompt_tokens"] for r in rows) / all_prompt if all_prompt else 0.0
+        cached = sum(r["cached_prompt_tokens"] for r in rows)
+        figures["kv_served_all_calls"] = cached / all_prompt if all_prompt else 0.0
         out[dataset] = figures
     return out
 
@@ -181,10 +187,12 @@ def fresh_process_ask(questions: list[str], db_path: str) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=40, help="questions from each data set")
-    parser.add_argument("--spider", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared/benchmarks/spider-public")
+    parser.add_argument("--spider", type=Path,
+                        default=Path(__file__).resolve().parents[1].parent / "shared/benchmarks/spider-public")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-speed"))
     parser.add_argument("--skip-ask", action="store_true", help="skip the fresh-process text2sql ask timing")
-    parser.add_argument("--sets", nargs="+", choices=["spider-dev", "bundled-test"], default=["spider-dev", "bundled-test"],
+    parser.add_argument("--sets", nargs="+", choices=["spider-dev", "bundled-test"],
+                        default=["spider-dev", "bundled-test"],
                         help="data sets to run (default: both)")
     args = parser.parse_args()
     logging.getLogger("dspy").setLevel(logging.ERROR)
@@ -202,7 +210,8 @@ def main() -> int:
         lm = build_lm("local")
         shared = lm.engine.load()
         programs = {name: make_program(name, lm=lm) for name in PROGRAMS}
-        print(f"== bench_speed: CPU {cpu_model()}, {os.cpu_count()} cores, n_ctx {shared.n_ctx}, settings {shared.settings}")
+        print(f"== bench_speed: CPU {cpu_model()}, {os.cpu_count()} cores, n_ctx {shared.n_ctx}, "
+              f"settings {shared.settings}")
     with records_file.open("a", encoding="utf-8") as fh:
         for dataset, index, example in tqdm(todo, desc="questions", unit="q"):
             for row in run_question(shared, programs, dataset, index, example):
@@ -229,7 +238,8 @@ def main() -> int:
         for name in PROGRAMS:
             if name in fig:
                 f = fig[name]
-                print(f"  {name:<9} {f['median_s']:7.2f}s {f['p95_s']:7.2f}s {f['median_ratio']:7.2f}x {f['p95_ratio']:7.2f}x "
+                print(f"  {name:<9} {f['median_s']:7.2f}s {f['p95_s']:7.2f}s {f['median_ratio']:7.2f}x "
+                      f"{f['p95_ratio']:7.2f}x "
                       f"{f['completion_tokens_median']:8.0f} {f['prompt_tokens_median']:10.0f} {f['kv_served']:9.1%} "
                       f"{f['calls_median']:6.0f} {f['accuracy']:8.1%}")
         print("  each question's latency ÷ its own raw call: " + "; ".join(

@@ -29,11 +29,11 @@ from pathlib import Path
 import sqlglot
 from sqlglot.optimizer.scope import traverse_scope
 
-from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.catalog import values as values_module
-from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.catalog.values import FEW_DISTINCT, build_value_index, render_matches, schema_words
+from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.retrieval.schema_view import schema_view
+from text2sql_dspy.programs.source import open_source
 
 
 def gold_literals(sql: str, catalog) -> list[tuple[str, str, str]]:
@@ -92,7 +92,8 @@ def measure(data: str, split: str, rule: str, plain: bool = False, databases: st
         "data": f"{data} ({split}, {len(examples)} questions)", "rule": rule,
         "gold literals held by an indexed column": targets,
         "shown by the lookup or the schema": shown, "quoted by the schema": in_schema,
-        "shown by the lookup": by_lookups, "lookup recall": round(by_lookups / targets, 3) if targets else None, "recall": round(shown / targets, 3) if targets else None,
+        "shown by the lookup": by_lookups, "lookup recall": round(by_lookups / targets, 3) if targets else None,
+        "recall": round(shown / targets, 3) if targets else None,
         "lookup": "plain" if plain else "shipped",
         "columns shown per question (mean)": round(statistics.mean(columns), 2),
         "columns naming no target, per question (mean)": round(statistics.mean(noise), 2),

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.fakes import draft  # noqa: E402
 from tests.tiny_db import build_tiny_db  # noqa: E402
 from tests.web_fakes import FAILED_BY_USER  # noqa: E402
-from text2sql_dspy.programs.source import open_source  # noqa: E402
 from text2sql_dspy.programs.examples.store import ExampleStore  # noqa: E402
+from text2sql_dspy.programs.source import open_source  # noqa: E402
 from text2sql_dspy.programs.web.app import create_app, loopback_hosts  # noqa: E402
 from text2sql_dspy.programs.web.service import ServeConfig, Service  # noqa: E402
 
@@ -69,7 +69,8 @@ def client(base: str, i: int, timeout: float) -> dict[str, Any]:
     status, body, headers, seconds = post(f"{base}/api/ask", {"question": question}, timeout)
     outcome = {"ask": status, "ask_s": seconds, "retry_after": headers.get("Retry-After")}
     if status == 200:
-        saved, pair, _, save_s = post(f"{base}/api/examples", {"question": question, "sql": body["sql"], "job": body["job"]},
+        saved, pair, _, save_s = post(f"{base}/api/examples",
+                                      {"question": question, "sql": body["sql"], "job": body["job"]},
                                       timeout)
         outcome.update(save=saved, save_s=save_s, saved_id=pair.get("id"), question=question)
     return outcome
@@ -96,7 +97,8 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--model-s", type=float, default=0.25, help="seconds per scripted model reply")
     parser.add_argument("--queue", type=int, default=8, help="questions that may wait (serve --queue)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="the server's time limit per answer, and each client's")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="the server's time limit per answer, and each client's")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-web-"))
@@ -121,7 +123,8 @@ def main() -> int:
     claimed = {(o["question"], o["saved_id"]) for o in outcomes if o.get("save") == 201}
     stored = {(e.question, e.id) for e in ExampleStore(store_path).examples(open_source(str(db)), kind="pair")}
     lost = claimed - stored
-    print(f"clients {args.clients} | scripted model {args.model_s:g} s/reply | queue {args.queue} | limit {args.timeout:g} s")
+    print(f"clients {args.clients} | scripted model {args.model_s:g} s/reply | queue {args.queue} | limit "
+          f"{args.timeout:g} s")
     print(f"asks: {dict(sorted(asks.items()))} (200 answered, 503 queue full) in {wall:.2f} s wall")
     if answered:
         print(f"answered latency: p50 {percentile(answered, 50):.2f} s, p95 {percentile(answered, 95):.2f} s, "

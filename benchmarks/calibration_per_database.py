@@ -65,7 +65,8 @@ def main() -> None:
             probabilities = [calibration.probability(r) for r in test]
             print("  " + row("fitted on the other half", list(zip(probabilities, right, strict=True)),
                              [calibration.is_sure(p) for p in probabilities])
-                  + f"  (sure from {calibration.sure_at if calibration.sure_at is None else round(calibration.sure_at, 2)})")
+                  + "  (sure from "
+                  f"{calibration.sure_at if calibration.sure_at is None else round(calibration.sure_at, 2)})")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ def main() -> None:
     sets = {}
     for item in args.sets:
         name, folder = item.split("=", 1)
-        sets[name] = [r for (p, _), r in sorted(load_records(Path(folder) / "records.jsonl").items()) if p == args.program]
+        sets[name] = [r for (p, _), r in sorted(load_records(Path(folder) / "records.jsonl").items())
+                      if p == args.program]
     print(f"{'held-out set':<14}{'n':>5}{'right':>8}  {'reported confidence':<24}{'logistic, fitted on the others':<34}"
           "isotonic on confidence, fitted on the others")
     for held, records in sets.items():

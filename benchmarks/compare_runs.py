@@ -4,10 +4,10 @@
     python benchmarks/compare_runs.py runs/served-sqlite runs/served-pg --program baseline --program v2
     python benchmarks/compare_runs.py runs/v2 runs/compiled --pair v2=runs/compiled/v2-bundled.json
 
-Questions are matched by their text (a conversation's turns by their conversation and place too), so a
-run over a whole split and a run over a filtered copy of it (``benchmarks/load_postgres.py`` leaves out gold queries that do not transpile) compare like
-with like. For each program: execution accuracy in each run on the shared questions, the questions
-right in one run only, and the two-sided sign test on those.
+Questions are matched by their text (a conversation's turns by their conversation and place too), so a run over a whole
+split and a run over a filtered copy of it (``benchmarks/load_postgres.py`` leaves out gold queries that do not
+transpile) compare like with like. For each program: execution accuracy in each run on the shared questions, the
+questions right in one run only, and the two-sided sign test on those.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not in the runs: {', '.join(missing)}", file=sys.stderr)
         return 2
     out = {}
-    print(f"{'program':<12} {'shared':>6} {args.first.name:>16} {args.second.name:>16} {'only 1st':>8} {'only 2nd':>8} {'sign p':>7}")
+    print(f"{'program':<12} {'shared':>6} {args.first.name:>16} {args.second.name:>16} {'only 1st':>8} {'only 2nd':>8} "
+          f"{'sign p':>7}")
     for program, other in pairs:
         paired = paired_comparison(first[program], second[other], key="match_key")
         n = paired["questions"]

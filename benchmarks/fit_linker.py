@@ -49,7 +49,12 @@ import numpy as np  # noqa: E402
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table, introspect_sqlite  # noqa: E402
 from text2sql_dspy.programs.catalog.values import (  # noqa: E402
-    ColumnValues, ValueIndex, ValueMatch, normalise, schema_words, value_index,
+    ColumnValues,
+    ValueIndex,
+    ValueMatch,
+    normalise,
+    schema_words,
+    value_index,
 )
 from text2sql_dspy.programs.catalog.words import stem  # noqa: E402
 from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402

@@ -23,8 +23,8 @@ import statistics
 from pathlib import Path
 
 from text2sql_dspy.optimize.report import roc_auc
-from text2sql_dspy.programs.dataset import database_path
 from text2sql_dspy.programs.bundled import BUNDLED_DATA
+from text2sql_dspy.programs.dataset import database_path
 from text2sql_dspy.programs.query.results import facts_of
 from text2sql_dspy.programs.source import open_source
 
@@ -53,11 +53,13 @@ def main() -> int:
     symptom = [r for r in rows if not r[2]]
     auc = lambda group: roc_auc([(score, correct) for correct, score, _ in group])  # noqa: E731
     fmt = lambda value: "n/a" if value is None else f"{value:.2f}"  # noqa: E731
-    print(f"{args.program}: {len(rows)} judged answers, {sum(r[0] for r in rows)} right; judge ROC AUC {fmt(auc(rows))}")
+    print(f"{args.program}: {len(rows)} judged answers, {sum(r[0] for r in rows)} right; "
+          f"judge ROC AUC {fmt(auc(rows))}")
     print(f"  plausible result: {len(plausible)} ({sum(r[0] for r in plausible)} right, "
           f"{sum(not r[0] for r in plausible)} wrong), judge ROC AUC within them {fmt(auc(plausible))}")
     if symptom:
-        print(f"  a symptom (error, empty, all NULL, one repeated row): {len(symptom)} ({sum(r[0] for r in symptom)} right), "
+        print("  a symptom (error, empty, all NULL, one repeated row): "
+              f"{len(symptom)} ({sum(r[0] for r in symptom)} right), "
               f"mean judge score {statistics.mean(r[1] for r in symptom):.2f}")
     print(f"  ROC AUC of 'the result looks plausible' alone: {fmt(roc_auc([(float(r[2]), r[0]) for r in rows]))}")
     return 0

@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--program", default="v2")
-    parser.add_argument("--any-reading", action="store_true", help="count a finding on any reading drawn, not only the chosen")
+    parser.add_argument("--any-reading", action="store_true",
+                        help="count a finding on any reading drawn, not only the chosen")
     args = parser.parse_args(argv)
     where = "any reading" if args.any_reading else "the chosen query"
     for run in args.runs:

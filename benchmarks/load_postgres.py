@@ -27,13 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from text2sql_dspy.programs.query.results import results_match  # noqa: E402
-from text2sql_dspy.programs.dataset import database_target  # noqa: E402
-from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
-from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold  # noqa: E402
 from text2sql_dspy.programs.catalog.introspection import introspect  # noqa: E402
+from text2sql_dspy.programs.dataset import database_target  # noqa: E402
+from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold  # noqa: E402
+from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database  # noqa: E402
-from text2sql_dspy.programs.query.results import is_ordered  # noqa: E402
+from text2sql_dspy.programs.query.results import is_ordered, results_match  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=str(ROOT / "data"), help="Spider-format folder (default: the bundled data/)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--url", required=True, help="target URL, with {db_id} where each database's name goes")
-    parser.add_argument("--reader-url", help="URL the evaluation connects with (default: --url), e.g. a SELECT-only role")
+    parser.add_argument("--reader-url",
+                        help="URL the evaluation connects with (default: --url), e.g. a SELECT-only role")
     parser.add_argument("--out", required=True, help="folder for the two served copies of the split")
     parser.add_argument("--skip-load", action="store_true", help="the databases are loaded already")
     args = parser.parse_args(argv)
@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         (folder / f"{args.split}.json").write_text(json.dumps(kept, indent=1), encoding="utf-8")
         (folder / "databases.json").write_text(json.dumps(mapping, indent=1), encoding="utf-8")
     (out / "excluded.json").write_text(json.dumps(excluded, indent=1), encoding="utf-8")
-    print(f"{len(kept)} of {len(records)} gold queries run alike on both engines; {len(excluded)} left out of both sides:")
+    print(f"{len(kept)} of {len(records)} gold queries run alike on both engines; "
+          f"{len(excluded)} left out of both sides:")
     for item in excluded:
         print(f"  #{item['index']} [{item['db_id']}] {item['reason']}: {item['query'][:100]}")
     print(f"wrote {out / 'sqlite'}, {out / 'target'} and {out / 'excluded.json'}")

@@ -7,7 +7,8 @@ half of the groups becomes ``train.json`` (the pairs an example store learns) an
 takes the databases in turn, so ``evaluate --limit N`` covers all of them.
 
     python benchmarks/make_indomain_split.py ../shared/benchmarks/spider-public runs/spider-indomain
-    text2sql compile --program v2 --optimizer none --dev-limit 0 --data runs/spider-indomain --out runs/spider-indomain/v2.json
+    text2sql compile --program v2 --optimizer none --dev-limit 0 --data runs/spider-indomain \
+        --out runs/spider-indomain/v2.json
     text2sql evaluate --data runs/spider-indomain --split test --program v2 --program runs/spider-indomain/v2.json
 """
 

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from text2sql_dspy.optimize.fit_verifier import KINDS as TURNS  # noqa: E402
-from text2sql_dspy.optimize.fit_verifier import examples, held_cut_off, provenance  # noqa: E402
 from replay_training import Choice, keys_fitted_on, replayed, scores_of  # noqa: E402
 
+from text2sql_dspy.optimize.fit_verifier import KINDS as TURNS  # noqa: E402
+from text2sql_dspy.optimize.fit_verifier import examples, held_cut_off, provenance  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import KINDS, Verifier, kind_of  # noqa: E402
 
 NEVER = 1.01  # a cut-off no probability reaches

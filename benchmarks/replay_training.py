@@ -36,7 +36,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
 from text2sql_dspy.optimize.fit_verifier import KINDS, Choice, auc, choose, examples, key_of, lines, provenance, shown  # noqa: E402
-
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import MEANS_WRONG, Model, Verifier, fit_model  # noqa: E402
 

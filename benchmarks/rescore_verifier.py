@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/
-from text2sql_dspy.optimize.fit_verifier import database_of, rechecked  # noqa: E402
 from verdict_table import records, was_early  # noqa: E402
 
+from text2sql_dspy.optimize.fit_verifier import database_of, rechecked  # noqa: E402
 from text2sql_dspy.optimize.report import roc_auc  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import Verifier  # noqa: E402
 from text2sql_dspy.programs.answer import Reading  # noqa: E402
