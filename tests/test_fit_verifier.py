@@ -29,8 +29,7 @@ def record(index: int, db_id: str, *, turn: int | None = None) -> dict:
     ]
     first = RIGHT if index % 3 else WRONG
     answer = Answer(question="How many users are suspended?", sql=first, status=Status.ANSWERED, readings=readings,
-                    drafts=3,
-                    steps=[Step(kind="draft", sql=first)])
+                    drafts=3, steps=[Step(kind="draft", sql=first)])
     line = {"index": index, "db_id": db_id, "gold": RIGHT, "scoring": "spider",
             "answer": answer.model_dump(mode="json"), "readings_correct": [True, False], "correct": first == RIGHT}
     return line if turn is None else {**line, "interaction": index // 2, "turn": turn}
@@ -63,8 +62,8 @@ def test_the_fit_writes_a_verifier_that_loads_says_what_it_was_fitted_on_and_ref
     assert outs[0].read_bytes() == outs[1].read_bytes()
     verifier = Verifier.from_json(json.loads(outs[0].read_text()))
     assert verifier.fitted_on["sets"] == ["spider-train", "cosql-train"]
-    assert (verifier.fitted_on["questions"], verifier.fitted_on["turns"], verifier.fitted_on["databases"]) == (36, 12,
-                                                                                                               6)
+    fitted_on = verifier.fitted_on
+    assert (fitted_on["questions"], fitted_on["turns"], fitted_on["databases"]) == (36, 12, 6)
     assert len(verifier.fitted_on["digest"]) == 16
     right = Reading(sql=RIGHT, valid=True, confidence=0.9, weakest=0.7, tokens=14, votes=2, judge_score=0.8,
                     preview=Preview(columns=["count(*)"], rows=[[1]]))
