@@ -25,8 +25,8 @@ from rescore_verifier import answers_of, arguments, verifiers_of  # noqa: E402
 
 from text2sql_dspy.optimize.fit_verifier import blocked, rechecked, returns_nothing, symptomatic  # noqa: E402
 from text2sql_dspy.optimize.metrics import compare_execution  # noqa: E402
-from text2sql_dspy.programs.agents.candidates import rank, settles  # noqa: E402
 from text2sql_dspy.optimize.report import paired_comparison  # noqa: E402
+from text2sql_dspy.programs.agents.candidates import rank, settles  # noqa: E402
 from text2sql_dspy.programs.agents.verifier import Verifier  # noqa: E402
 from text2sql_dspy.programs.answer import Reading  # noqa: E402
 from text2sql_dspy.programs.query.results import Scoring  # noqa: E402

@@ -1,7 +1,7 @@
 """Collected training answers, read back as what several generators drafted for each question.
 
-``python -m text2sql_dspy.optimize.collect --generators ...`` answers training questions with every generator of a list and
-writes one JSON line a question: the answer (its readings, and its steps, each drafting step naming its generator),
+``python -m text2sql_dspy.optimize.collect --generators ...`` answers training questions with every generator of a list
+and writes one JSON line a question: the answer (its readings, and its steps, each drafting step naming its generator),
 which readings are right, and each reading's result group (:func:`~.collect.result_groups`). Here each
 line becomes a :class:`Collected`: the drafts in the order written, and the readings they gave. Its
 :meth:`Collected.groups` are the result groups that any subset of those generators would have given V2 to choose

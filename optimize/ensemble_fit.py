@@ -41,7 +41,16 @@ from text2sql_dspy.optimize.fit_verifier import GAIN, auc, cut_offs, final_auc, 
 from text2sql_dspy.programs.agents.candidates import settles
 from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble
 from text2sql_dspy.programs.agents.verifier import (
-    ASKED, FOLLOW_UP as FOLLOW_UP_FEATURES, FULL, GENERATED, Verifier, features, fit_model, kind_of,
+    ASKED,
+    FULL,
+    GENERATED,
+    Verifier,
+    features,
+    fit_model,
+    kind_of,
+)
+from text2sql_dspy.programs.agents.verifier import (
+    FOLLOW_UP as FOLLOW_UP_FEATURES,
 )
 
 __all__ = ["STOPS", "Policy", "Replayed", "choose_policy", "replay", "replay_samples"]
@@ -229,7 +238,8 @@ def choose_policy(questions: Sequence[Collected], orders: Sequence[tuple[str, ..
                 answers = [replay(q, policy, e, base.early_sure, scores) for q, e in zip(questions, early, strict=True)]
                 right, drafts, seconds, any_right = summary(answers)
                 within = seconds <= limit
-                print(f"  budget {budget}, stop {stop}: {right} right ({right / n:.1%}), any reading right {any_right}, "
+                print(f"  budget {budget}, stop {stop}: {right} right ({right / n:.1%}), "
+                      f"any reading right {any_right}, "
                       f"{drafts:.2f} drafts, {seconds:.2f} s{'' if within else ' (over the cost limit)'}")
                 key = (right, -seconds)
                 if within and (best is None or key > best[0]):

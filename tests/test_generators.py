@@ -11,6 +11,7 @@ import dspy
 import numpy as np
 import pytest
 
+from tests.fakes import GOOD_SQL, Scripted, logprob_lm, scripted_draft
 from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS, Ensemble
 from text2sql_dspy.programs.agents.generators import GENERATORS, Ask
 from text2sql_dspy.programs.agents.react import ReActAgentV2
@@ -19,7 +20,6 @@ from text2sql_dspy.programs.conversation import History
 from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, CarriedPairs
 from text2sql_dspy.programs.examples.store import StoredExample
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
-from tests.fakes import GOOD_SQL, Scripted, logprob_lm, scripted_draft
 
 ALL_USERS = "SELECT count(*) FROM users"
 SAME_ROWS = "SELECT count(id) FROM users WHERE status = 'suspended'"

@@ -12,15 +12,23 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.scripts import script
 from text2sql_dspy import bundled_database
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.repairs import (
-    AMBIGUOUS, DIALECT, NEAR, OTHER, TABLE, Repair, dialect_readings, dialect_repair, repairs,
+    AMBIGUOUS,
+    DIALECT,
+    NEAR,
+    OTHER,
+    TABLE,
+    Repair,
+    dialect_readings,
+    dialect_repair,
+    repairs,
 )
 from text2sql_dspy.programs.query.validator import SQLValidator
 from text2sql_dspy.programs.source import open_source
-from tests.scripts import script
 
 firings = script("benchmarks/repair_firings.py")
 
@@ -288,8 +296,8 @@ def test_repair_firings_refuses_a_held_out_set(tmp_path: Path) -> None:
 # The agent: a draft the model keeps wrong, mended without a model call; nothing mendable, the closest reading kept.
 
 def _agent(tiny_db, tiny_schemas, replies):  # noqa: ANN001, ANN202
-    from text2sql_dspy.programs.agents.react import ReActAgent
     from tests.fakes import logprob_lm
+    from text2sql_dspy.programs.agents.react import ReActAgent
 
     return ReActAgent(tiny_db, schema_path=tiny_schemas, retrieval_type="keyword", lm=logprob_lm(replies),
                       max_repair_steps=0)
@@ -317,8 +325,8 @@ def test_a_refused_draft_is_mended_before_any_redraft_in_one_call(tiny_db, tiny_
 
 
 def test_nothing_mendable_keeps_the_closest_reading_unrun_for_a_person(tiny_db, tiny_schemas, capsys) -> None:  # noqa: ANN001
-    from text2sql_dspy.programs.answer import Status
     from tests.fakes import scripted_draft
+    from text2sql_dspy.programs.answer import Status
 
     bad = "SELECT count(*) FROM users WHERE colour = 'red'"
     program = _agent(tiny_db, tiny_schemas, [scripted_draft(bad, 0.8), scripted_draft(bad, 0.8)])

@@ -339,4 +339,5 @@ def test_every_kind_is_covered() -> None:
     from tests.test_lints import CASES, UNLINKED
 
     in_lints = {k for *_, kinds in [*CASES, *UNLINKED] for k in kinds}  # tests/test_lints.py
-    assert COVERED | in_lints | {Kind.OPAQUE_ID, Kind.REGROUPED} == set(Kind)  # REGROUPED: tests/test_verifier.py
+    # REGROUPED: tests/test_verifier.py; REPAIRED: tests/test_repairs.py
+    assert COVERED | in_lints | {Kind.OPAQUE_ID, Kind.REGROUPED, Kind.REPAIRED} == set(Kind)

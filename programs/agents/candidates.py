@@ -174,7 +174,8 @@ def repair_hints(candidate: Candidate, facts: ExecutionFacts | None = None) -> s
     if facts is not None and candidate.valid:
         lines.append("It returned:\n" + facts.render())
     if candidate.verdict is not None:
-        lines += [f"- {i}" for i in candidate.verdict.issues[:3]] + [f"- fix: {s}" for s in candidate.verdict.suggestions[:3]]
+        lines += [f"- {i}" for i in candidate.verdict.issues[:3]]
+        lines += [f"- fix: {s}" for s in candidate.verdict.suggestions[:3]]
     lines.append("Write a corrected query.")
     return "\n".join(lines)
 

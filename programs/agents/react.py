@@ -88,7 +88,8 @@ class ReActAgent(Text2SQLProgram):
         **kwargs: Any,
     ):
         super().__init__(db_path, **kwargs)
-        self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts, max_judge_calls if judge else 0)
+        self.limits = Limits(max_iterations, max_retrieval_calls, max_validation_attempts,
+                             max_judge_calls if judge else 0)
         self.ensemble = (load_ensemble() if ensemble is True else ensemble or Ensemble()) if judge else Ensemble()
         self.candidates = max(1, candidates if candidates is not None else (self.ensemble.budget if judge else 1))
         self.sample_below = sample_below
@@ -367,7 +368,9 @@ class ReActAgent(Text2SQLProgram):
         if steps > 0:
             agent = self.repair or self._repair_agent()  # an LM configured after the program was built takes steps
             sql, reason = repair(agent, record, view, steps, retrieval_type=self.retrieval_type)
-            check = (record.check(sql) or record.source.validator.validate(sql, question=record.question)) if sql else None
+            check = None
+            if sql:
+                check = record.check(sql) or record.source.validator.validate(sql, question=record.question)
             if check is not None and check.valid:
                 record.run(sql)  # the answer's rows, for its reading
                 repaired = Candidate(Draft(sql, record.draft_confidence), check)

@@ -41,7 +41,8 @@ class Kind(StrEnum):
     MISSING_VALUE = "missing value"  # a literal the column does not hold
     SHOWS_KEY = "shows key"  # the answer shows a key where the question asks for no id
     # warnings the lints give: a defect that needs no model to see
-    ALWAYS_TRUE_JOIN = "always true join"  # a join condition that compares a column with itself, or not the joined table
+    # a join condition that compares a column with itself, or not the joined table
+    ALWAYS_TRUE_JOIN = "always true join"
     FAN_OUT = "fan-out"  # COUNT/SUM of the one side's rows over a one-to-many join, without DISTINCT
     UNUSED_JOIN = "unused join"  # a one-to-many join whose table nothing reads: rows repeat and some drop out
     NEGATION_OVER_JOIN = "negation over join"  # "not" asked, but a row filter over a one-to-many join

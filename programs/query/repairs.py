@@ -41,7 +41,8 @@ from text2sql_dspy.programs.catalog.catalog import Catalog, Table
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES
 from text2sql_dspy.programs.query.findings import Finding, Kind
 
-__all__ = ["AMBIGUOUS", "DIALECT", "NEAR", "OTHER", "SOURCES", "TABLE", "Repair", "dialect_readings", "dialect_repair", "repairs"]
+__all__ = ["AMBIGUOUS", "DIALECT", "NEAR", "OTHER", "SOURCES", "TABLE", "Repair", "dialect_readings", "dialect_repair",
+           "repairs"]
 
 SOURCES = ("sqlite", "postgres", "mysql", "tsql", "duckdb")  # the dialects a draft may be written in, likeliest first
 _SHOWN = {**DIALECT_NAMES, "tsql": "T-SQL"}
