@@ -38,7 +38,7 @@ import numpy as np
 
 from text2sql_dspy.optimize.collected import Collected, Group, collected, lines, refuse_held_out
 from text2sql_dspy.optimize.fit_verifier import GAIN, auc, cut_offs, final_auc, out_of_fold, shown
-from text2sql_dspy.programs.agents.candidates import settles
+from text2sql_dspy.programs.agents.candidates import settles, stops
 from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble
 from text2sql_dspy.programs.agents.verifier import (
     ASKED,
@@ -115,17 +115,11 @@ def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: floa
     k = 1
     for k in range(2, min(policy.budget, len(order)) + 1):
         groups, p = q.groups(order[:k]), scores(q, k)
-        if groups and policy.stop is not None and (b := _best(groups, p)) is not None \
-                and p[b] >= policy.stop and groups[b].passed and not groups[b].symptom:
-            break
-    k = min(max(k, 1), len(order), policy.budget)
-    groups = q.groups(order[:k])
-    if not groups:
-        return Replayed(False, k, q.cost(order[:k]), 0.0, False, True, (), False)
-    p = scores(q, k) if k > 1 else [early_p or 0.0] * len(groups)
-    b = _best(groups, p)
-    return Replayed(groups[b].right, k, q.cost(order[:k]), float(p[b]), False, groups[b].noted,
-                    tuple(groups[b].reading.generators), q.any_right(order[:k]))
+        if groups and policy.stop is not None:
+            b = _best(groups, p)
+            if stops(p[b], policy.stop, blocked=groups[b].blocked, nothing=groups[b].nothing, symptom=groups[b].symptom):
+                break
+    return _answered(q, order, min(max(k, 1), len(order), policy.budget), early_p, scores)
 
 
 def replay_samples(q: Collected, early_p: float | None, early_sure: float, scores: Scores) -> Replayed | None:
@@ -143,6 +137,11 @@ def replay_samples(q: Collected, early_p: float | None, early_sure: float, score
     votes = sorted((g.reading.votes for g in q.groups(order[:k])), reverse=True) + [0, 0]
     if k < len(order) and not votes[0] > votes[1] + (budget - k):
         k = min(budget, len(order))
+    return _answered(q, order, k, early_p, scores)
+
+
+def _answered(q: Collected, order: Sequence[str], k: int, early_p: float | None, scores: Scores) -> Replayed:
+    """V2's choice after the first ``k`` drafts of ``order`` (not settled by the first draft alone)."""
     groups = q.groups(order[:k])
     if not groups:
         return Replayed(False, k, q.cost(order[:k]), 0.0, False, True, (), False)

@@ -17,7 +17,8 @@ from text2sql_dspy.programs.query.validator import ValidationResult
 from text2sql_dspy.signatures import LLMJudgeOutput
 
 __all__ = ["Candidate", "choice_score", "close_readings", "combined_confidence", "group_by_result", "judged_score",
-           "lint_weight", "majority_settled", "preference", "rank", "repair_hints", "returns_nothing", "settles"]
+           "lint_weight", "majority_settled", "preference", "rank", "repair_hints", "returns_nothing", "settles",
+           "stops"]
 
 SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
 UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
@@ -92,6 +93,12 @@ def settles(p: float, early_sure: float, *, blocked: bool, nothing: bool) -> boo
     blocking findings and returns rows (a symptom does not keep it from settling: the chosen reading is redrafted
     from it after)."""
     return p >= early_sure and not blocked and not nothing
+
+
+def stops(p: float, stop: float, *, blocked: bool, nothing: bool, symptom: bool) -> bool:
+    """Whether the reading V2 would choose now ends its drafting (an ensemble's ``stop``, from two drafts on): the full
+    model gives it ``stop`` or more, and it is clear of blocking findings, returns rows and shows no symptom."""
+    return p >= stop and not blocked and not nothing and not symptom
 
 
 def preference(candidate: Candidate, facts: ExecutionFacts) -> tuple[bool, bool, bool, float]:

@@ -39,6 +39,7 @@ from text2sql_dspy.programs.agents.candidates import (
     repair_hints,
     returns_nothing,
     settles,
+    stops,
 )
 from text2sql_dspy.programs.agents.drafting import Draft, draft_sql
 from text2sql_dspy.programs.agents.ensemble import FIRST, FOLLOW_UP, Ensemble, load_ensemble
@@ -238,7 +239,8 @@ class ReActAgent(Text2SQLProgram):
         for group in groups:
             group.p = self._probability(record, group, drafts, len(groups))
         best = min(groups, key=self._preference(record))
-        return best.p >= stop and not best.blocked and not best.symptoms
+        return stops(best.p, stop, blocked=best.blocked, nothing=returns_nothing(record.facts(best.sql)),
+                     symptom=bool(best.symptoms))
 
     def _unsure(self, record: Record, first: Candidate) -> bool:
         """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft
