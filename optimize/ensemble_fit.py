@@ -117,7 +117,8 @@ def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: floa
         groups, p = q.groups(order[:k]), scores(q, k)
         if groups and policy.stop is not None:
             b = _best(groups, p)
-            if stops(p[b], policy.stop, blocked=groups[b].blocked, nothing=groups[b].nothing, symptom=groups[b].symptom):
+            best = groups[b]
+            if stops(p[b], policy.stop, blocked=best.blocked, nothing=best.nothing, symptom=best.symptom):
                 break
     return _answered(q, order, min(max(k, 1), len(order), policy.budget), early_p, scores)
 
