@@ -64,7 +64,7 @@ def main() -> None:
                 continue
             probabilities = [calibration.probability(r) for r in test]
             print("  " + row("fitted on the other half", list(zip(probabilities, right, strict=True)),
-                             [calibration.is_sure(p) for p in probabilities])
+                             [calibration.sure_at is not None and p >= calibration.sure_at for p in probabilities])
                   + "  (sure from "
                   f"{calibration.sure_at if calibration.sure_at is None else round(calibration.sure_at, 2)})")
 

@@ -11,7 +11,9 @@ signal's ROC AUC alone beside the verifier's, and the questions that changed.
 ``--common`` keeps only the questions both runs answered (runs stopped at different points).
 
 Records of either record shape are read (``query`` or ``sql``; metrics at the top or under ``metrics``). "Likely
-right" is the answer's own ``verdict`` where it has one, else a confidence at or above ``--sure``.
+right" is the answer's verdict, worded by the one rule (``programs/verdict.py``) from what the record keeps it was
+decided from (``verdict_inputs``); a record older than those: its own ``verdict`` words, and one older still, the
+rule at ``--sure`` for every kind of answer. ``--verifier`` words the after run again by that verifier's cut-offs.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from pathlib import Path
 
 from text2sql_dspy.optimize.evaluation import load_records
 from text2sql_dspy.optimize.report import paired_comparison, roc_auc, total_of
-from text2sql_dspy.programs.agents.verifier import Verifier
+from text2sql_dspy.programs.agents.verifier import KINDS, Verifier
 from text2sql_dspy.programs.calibration import expected_calibration_error
 from text2sql_dspy.programs.query.findings import Kind
-from text2sql_dspy.programs.verdict import Verdict, verdict_of
+from text2sql_dspy.programs.verdict import Verdict, VerdictInputs
 
 
 def records(run: Path, program: str) -> list[dict]:
@@ -55,21 +57,50 @@ def was_early(r: dict) -> bool:
     return r.get("drafts") == 1 and any(s.get("kind") == "verify" for s in r.get("steps") or [])
 
 
-def likely_right(r: dict, sure: float, verifier: Verifier | None = None) -> bool:
-    """The answer's verdict; with ``verifier``, read again from its confidence by today's rule
-    (:func:`~text2sql_dspy.programs.verdict.verdict_of`): an answer of one draft that the early model was sure of
-    by that model's threshold, any other by the full model's, and none with a noted finding (a warning on the chosen
-    query). A record with neither: a confidence at or above ``sure``."""
+OLDEST = "--sure"  # the cut-off a record older than any verdict is read at
+
+
+def noted(chosen: dict) -> bool:
+    """Whether a record's chosen reading carries a warning (a finding of a kind that does not invalidate it; a kind
+    no longer known is left out)."""
+    kinds = {str(f.get("kind")) for f in chosen.get("findings") or [] if isinstance(f, dict)}
+    return any(not Kind(k).is_error for k in kinds if k in {kind.value for kind in Kind})
+
+
+def inputs_of(r: dict, sure: float, verifier: Verifier | None = None) -> VerdictInputs | None:
+    """What the record's verdict is decided from: its own ``verdict_inputs``; with ``verifier``, that verifier's
+    cut-offs for the record's kind of answer (an answer of one draft the early model settled: the early model's; a
+    calibrated one keeps its calibration's). A record older than the inputs: with ``verifier``, the kind read off its
+    steps and turn; else None where it has its own ``verdict`` words, and for the oldest, ``sure`` for every kind (and
+    no "likely wrong"); the warnings and validity read off its chosen reading."""
+    if r.get("verdict_inputs"):
+        stored = VerdictInputs.model_validate(r["verdict_inputs"])
+        if verifier is None or stored.cut_off not in KINDS:
+            return stored
+        return verifier.inputs(early=stored.cut_off.endswith(" early"), follow_up=stored.cut_off.startswith("follow"),
+                               noted=stored.noted, valid=stored.valid, submitted=stored.submitted)
+    chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
+    query = bool(sql_of(r))
+    valid = query and bool(chosen.get("valid", True))
     if verifier is not None and "steps" in r:
-        early = was_early(r)
-        chosen = next((g for g in r.get("readings") or [] if g.get("chosen")), {})
-        noted = any(isinstance(f, dict) and not Kind(f["kind"]).is_error for f in chosen.get("findings", []))
-        follow_up = (r.get("turn") or 0) > 0
-        sure = verifier.sure_at(early=early, follow_up=follow_up)
-        words = verdict_of(float(r.get("confidence") or 0), sure=sure,
-                           doubtful=verifier.doubtful, noted=noted, valid=chosen.get("valid", True))
-        return bool(r.get("sql")) and words is Verdict.LIKELY_RIGHT
-    return r.get("verdict") == Verdict.LIKELY_RIGHT.value if "verdict" in r else float(r.get("confidence") or 0) >= sure
+        return verifier.inputs(early=was_early(r), follow_up=(r.get("turn") or 0) > 0, noted=noted(chosen),
+                               valid=valid, submitted=query)
+    if "verdict" in r:
+        return None
+    return VerdictInputs(cut_off=OLDEST, sure=sure, doubtful=0.0, noted=noted(chosen), valid=valid, submitted=query)
+
+
+def verdict(r: dict, sure: float, verifier: Verifier | None = None) -> Verdict | None:
+    """The record's verdict by the one rule, from :func:`inputs_of`; an older record's own words; None: unrated."""
+    inputs = inputs_of(r, sure, verifier)
+    if inputs is not None:
+        return inputs.verdict(float(r.get("confidence") or 0.0))
+    return Verdict(r["verdict"]) if r.get("verdict") in {v.value for v in Verdict} else None
+
+
+def likely_right(r: dict, sure: float, verifier: Verifier | None = None) -> bool:
+    """Whether the record's answer reads "likely right" (:func:`verdict`)."""
+    return verdict(r, sure, verifier) is Verdict.LIKELY_RIGHT
 
 
 def figures(rows: list[dict], sure: float, verifier: Verifier | None = None) -> dict:

@@ -333,7 +333,7 @@ def _rescore_stale(done: dict[tuple[str, int], dict[str, Any]], examples: list, 
             changed.append(f"{record['program']} #{index}: {before} -> {record['correct']}")
     records_file.write_text("".join(json.dumps(r, default=str) + "\n" for r in done.values()), encoding="utf-8")
     print(f"{len(stale)} earlier answers scored again by the current execution comparison, as {scoring.description}; "
-          f"{len(changed)} changed verdict" + ("".join(f"\n  {c}" for c in changed) if changed else ""))
+          f"{len(changed)} now scored otherwise" + ("".join(f"\n  {c}" for c in changed) if changed else ""))
 
 
 SCORING_KEYS = ("scoring", "scored as")  # in run.json: the rule the run's answers are scored by

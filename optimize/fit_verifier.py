@@ -38,6 +38,7 @@ from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.calibration import sure_threshold
 from text2sql_dspy.programs.query.findings import BLOCKING
 from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.verdict import Verdict, verdict_of
 
 GAIN = 0.01  # a model keeps the judge, the question-against-query features or the follow-up features only where they
 # add this much to the ROC AUC of the questions' final answers out of fold
@@ -144,8 +145,9 @@ class Choice:
     noted: bool = False
 
     def likely_right(self, cut: float) -> bool:
-        """Whether the answer reads "likely right" at the cut-off ``cut``."""
-        return self.p >= cut and not self.noted
+        """Whether the answer reads "likely right" at the cut-off ``cut``, by the verdict's one rule
+        (:func:`~..verdict.verdict_of`: a replayed answer is a drafted query that passed validation, submitted)."""
+        return verdict_of(self.p, sure=cut, doubtful=0.0, noted=self.noted) is Verdict.LIKELY_RIGHT
 
 
 def choose(question: dict, early_p: float | None, full_p: Sequence[float], early_sure: float) -> Choice | None:

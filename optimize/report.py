@@ -138,9 +138,9 @@ def judge_reliability(pairs: list[tuple[float, bool]]) -> dict[str, float | None
 
     scores = [s for s, _ in pairs]
     truth = [int(c) for _, c in pairs]
-    verdicts = [int(s >= ACCEPT_SCORE) for s in scores]
-    agreement = sum(v == t for v, t in zip(verdicts, truth)) / len(pairs)
-    kappa = cohen_kappa_score(truth, verdicts) if len(set(truth) | set(verdicts)) > 1 else None
+    accepted = [int(s >= ACCEPT_SCORE) for s in scores]  # the judge's judgments, as the agents' bar reads them
+    agreement = sum(a == t for a, t in zip(accepted, truth)) / len(pairs)
+    kappa = cohen_kappa_score(truth, accepted) if len(set(truth) | set(accepted)) > 1 else None
     return {
         "judge_agreement": agreement,
         "judge_kappa": None if kappa is None or math.isnan(kappa) else float(kappa),

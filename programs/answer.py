@@ -18,11 +18,12 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.errors import QuestionError
 from text2sql_dspy.programs.query.findings import Finding
+from text2sql_dspy.programs.verdict import VerdictInputs, words_of
 
 MAX_QUESTION_CHARS = 4000
 PREVIEW_ROWS = 5  # rows a reading keeps
@@ -37,7 +38,8 @@ def check_question(question: Any) -> str:
         question.encode("utf-8")
     except UnicodeEncodeError as exc:  # e.g. argv bytes from a non-UTF-8 terminal, kept as lone surrogates
         raise QuestionError(
-            f"the question holds bytes that are not valid UTF-8 (character {exc.start + 1}). Retype it, or save it as UTF-8."
+            f"the question holds bytes that are not valid UTF-8 (character {exc.start + 1}). Retype it, or save it "
+            "as UTF-8."
         ) from None
     if len(question) > MAX_QUESTION_CHARS:
         raise QuestionError(
@@ -137,12 +139,13 @@ class Answer(BaseModel):
     explanation: str = ""
     status: Status
     reason: str = ""  # why the status is not "answered", or a note on how the answer was reached
-    confidence: float = 0.0  # with ``calibrated``, the probability that the answer is right; else the program's score
+    confidence: float = 0.0  # with ``verdict_inputs``, the probability that the answer is right; else the program's
+    # own score
     raw_confidence: float | None = None  # the program's own score, where ``confidence`` is calibrated
     calibrated: bool = False  # ``confidence`` comes from this database's calibration (``text2sql calibrate``)
-    sure: bool = False  # calibrated, and at or above the cut-off where verified answers were right 90% of the time
     calibration: str = ""  # what the calibration was fitted on
-    verdict: str = ""  # how sure, in words: "likely right", "check this" or "likely wrong" ("" where nothing says)
+    verdict_inputs: VerdictInputs | None = None  # what the verdict is decided from besides ``confidence`` (None: the
+    # score is no probability, and has no verdict)
     basis: str = ""  # what the confidence is estimated from: this database's calibration, or public benchmarks
     judge_score: float | None = None
     drafts: int = 1  # drafts written for the question (V2 samples more when unsure)
@@ -153,11 +156,18 @@ class Answer(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
 
+    @computed_field
+    @property
+    def verdict(self) -> str:
+        """How sure, in words: "likely right", "check this" or "likely wrong", decided by the one rule from
+        ``confidence`` and ``verdict_inputs`` (:func:`~.verdict.words_of`); :data:`~.verdict.UNRATED` without them."""
+        return words_of(self.confidence, self.verdict_inputs)
+
     @property
     def confidence_line(self) -> str:
         """How sure the program is, in words a user can read: "likely right (0.92; estimated from ...)", or where
         nothing estimates a probability, the program's own score named as such."""
-        if self.verdict:
+        if self.verdict_inputs is not None:
             return f"{self.verdict} ({self.confidence:.2f}; {self.basis})"
         return f"confidence {self.confidence:.2f} (uncalibrated: text2sql calibrate fits it to this database)"
 

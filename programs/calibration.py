@@ -8,7 +8,10 @@ applies only to that triple: a map fitted on one database does not transfer to a
 harder or easier.
 
 ``sure_at`` is the lowest probability at which the fitting answers, scored out of fold, were right at least
-:data:`SURE_PRECISION` of the time; None when no cut-off reaches it.
+:data:`SURE_PRECISION` of the time; None when no cut-off reaches it. ``doubtful`` is the highest probability below
+which at least :data:`MIN_DOUBTFUL` of them were right at most :data:`DOUBTFUL_SHARE` of the time, else
+:data:`DOUBTFUL_FLOOR` (:func:`doubtful_threshold`, the shipped verifier's rule too). The verdict reads the two
+(:mod:`~.verdict`): "likely right" at or above ``sure_at``, "likely wrong" below ``doubtful``.
 """
 
 from __future__ import annotations
@@ -24,14 +27,19 @@ from typing import Any
 
 from text2sql_dspy.programs.answer import Answer, Status
 from text2sql_dspy.programs.cache import default_cache_dir
+from text2sql_dspy.programs.verdict import CALIBRATION, VerdictInputs
 
-__all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "expected_calibration_error", "fit",
-           "load_calibration", "logistic", "save_calibration", "signals"]
+__all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "doubtful_threshold",
+           "expected_calibration_error", "fit", "load_calibration", "logistic", "save_calibration", "signals",
+           "sure_threshold"]
 
 SIGNALS = ("judge probability", "reported confidence", "draft agreement", "drafts", "valid", "fallback", "LM calls")
 SURE_PRECISION = 0.9  # answers marked sure: right at least this often on the fitting answers
 MIN_ANSWERS = 20  # fewer fitting answers, or only right or only wrong ones: no calibration
 MIN_SURE = 10  # a cut-off must keep at least this many fitting answers
+DOUBTFUL_SHARE = 0.3  # answers below the "likely wrong" cut-off: right at most this often on the fitting answers
+MIN_DOUBTFUL = 10  # ... and at least this many of them
+DOUBTFUL_FLOOR = 0.3  # the "likely wrong" cut-off where no probability has that many answers below it so rarely right
 FORMAT = 1
 
 
@@ -64,17 +72,24 @@ class Calibration:
     intercept: float
     answers: int  # fitting answers
     right: int  # of those, right by execution
-    sure_at: float | None = None
+    sure_at: float | None = None  # "likely right" at or above it (None: no cut-off was right often enough)
     model: str = ""  # the LM whose answers were fitted
     held_out_ece: float | None = None  # expected calibration error (10 bins) of the out-of-fold probabilities
+    doubtful: float = DOUBTFUL_FLOOR  # "likely wrong" below it (:func:`doubtful_threshold`; a file saved before
+    # calibrations fitted it: the floor)
 
     def probability(self, answer: Answer) -> float:
         if not answer.sql:
             return 0.0  # no query is never a right answer
         return logistic(self.intercept + sum(w * x for w, x in zip(self.coefficients, signals(answer), strict=True)))
 
-    def is_sure(self, probability: float) -> bool:
-        return self.sure_at is not None and probability >= self.sure_at
+    def inputs(self, answer: Answer) -> VerdictInputs:
+        """What the verdict on :meth:`probability` of ``answer`` is decided from: this calibration's cut-offs, the
+        answer's warnings and validity, and whether the program submitted it (as its verifier's inputs say, where it
+        has them: a best effort stays one)."""
+        before = answer.verdict_inputs
+        return VerdictInputs(cut_off=CALIBRATION, sure=self.sure_at, doubtful=self.doubtful, noted=bool(answer.noted),
+                             valid=answer.valid, submitted=True if before is None else before.submitted)
 
     def describe(self) -> str:
         return f"calibrated on {self.answers} verified questions of this database, {self.right} answered right"
@@ -87,7 +102,8 @@ class Calibration:
         return cls(tuple(float(w) for w in data["coefficients"]), float(data["intercept"]), int(data["answers"]),
                    int(data["right"]), None if data.get("sure_at") is None else float(data["sure_at"]),
                    str(data.get("model") or ""),
-                   None if data.get("held_out_ece") is None else float(data["held_out_ece"]))
+                   None if data.get("held_out_ece") is None else float(data["held_out_ece"]),
+                   float(data.get("doubtful", DOUBTFUL_FLOOR)))
 
 
 def fit(answers: Sequence[tuple[Answer, bool]], model: str = "") -> Calibration | None:
@@ -105,11 +121,13 @@ def fit(answers: Sequence[tuple[Answer, bool]], model: str = "") -> Calibration 
                 if folds >= 2 else None)
     found = LogisticRegression().fit(x, right)
     sure = ece = None
+    doubtful = DOUBTFUL_FLOOR
     if held_out is not None:
         sure = sure_threshold(held_out.tolist(), right.tolist())
+        doubtful = doubtful_threshold(held_out.tolist(), right.tolist(), sure=sure)
         ece = expected_calibration_error(list(zip(held_out.tolist(), right.tolist(), strict=True)))
     return Calibration(tuple(float(w) for w in found.coef_[0]), float(found.intercept_[0]), len(answers),
-                       int(right.sum()), sure, model, ece)
+                       int(right.sum()), sure, model, ece, doubtful)
 
 
 def sure_threshold(probabilities: Sequence[float], right: Sequence[bool], precision: float = SURE_PRECISION,
@@ -123,6 +141,22 @@ def sure_threshold(probabilities: Sequence[float], right: Sequence[bool], precis
         if n >= minimum and hits / n >= precision and (n == len(ranked) or ranked[n][0] < p):
             found = p
     return found
+
+
+def doubtful_threshold(probabilities: Sequence[float], right: Sequence[bool], share: float = DOUBTFUL_SHARE,
+                       minimum: int = MIN_DOUBTFUL, floor: float = DOUBTFUL_FLOOR, sure: float | None = None) -> float:
+    """The highest probability p such that the answers below p number at least ``minimum`` and are right at most
+    ``share`` of the time; ``floor`` where there is none; never above ``sure``, the cut-off for "likely right" (where
+    many wrong answers lie low, the share below a high p can stay small past it). The cut-off below which a verdict
+    reads "likely wrong", for the shipped verifier (``optimize/fit_verifier.py``) and a database's calibration
+    alike."""
+    ranked = sorted(zip(map(float, probabilities), map(bool, right), strict=True))
+    found, hits = floor, 0
+    for n, (p, r) in enumerate(ranked):
+        if (n == 0 or ranked[n - 1][0] < p) and n >= minimum and hits / n <= share:
+            found = p  # the n answers before p's first are those below it
+        hits += r
+    return found if sure is None else min(found, sure)
 
 
 def expected_calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> float | None:

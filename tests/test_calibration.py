@@ -1,4 +1,5 @@
-"""The per-database calibration: its fit, its cut-off for "sure", where it is kept, and ``text2sql calibrate``."""
+"""The per-database calibration: its fit, its cut-offs for "likely right" and "likely wrong", where it is kept, and
+``text2sql calibrate``."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from text2sql_dspy.cli import EXIT_USER_ERROR, main
 from text2sql_dspy.programs.agents.baseline import Baseline
 from text2sql_dspy.programs.answer import Answer, Metrics, Reading, Status
 from text2sql_dspy.programs.calibration import (
+    DOUBTFUL_FLOOR,
     MIN_ANSWERS,
     Calibration,
     consistency,
+    doubtful_threshold,
     fit,
     load_calibration,
     save_calibration,
@@ -28,6 +31,7 @@ from text2sql_dspy.programs.calibration import (
 from text2sql_dspy.programs.examples.identity import database_key
 from text2sql_dspy.programs.examples.store import ExampleStore
 from text2sql_dspy.programs.source import open_source
+from text2sql_dspy.programs.verdict import CALIBRATION, VerdictInputs
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +56,30 @@ def test_sure_threshold(probabilities: list[float], right: list[bool], minimum: 
     assert sure_threshold(probabilities, right, minimum=minimum) == expected
 
 
+@pytest.mark.parametrize(
+    ("probabilities", "right", "expected"),
+    [
+        ([0.1] * 10 + [0.6] * 10, [True] * 3 + [False] * 7 + [True] * 10, 0.6),  # 3 of the 10 below 0.6: at most 30%
+        ([0.1] * 10 + [0.6] * 10, [True] * 4 + [False] * 6 + [True] * 10, DOUBTFUL_FLOOR),  # 4 of 10: too often right
+        ([0.1] * 9 + [0.6] * 11, [False] * 9 + [True] * 11, DOUBTFUL_FLOOR),  # nine below are too few
+        ([0.1] * 10 + [0.2] * 5 + [0.7] * 5, [False] * 10 + [True, False, False, False, False] + [True] * 5, 0.7),
+        # the highest such cut-off: below 0.2, 0 of 10; below 0.7, 1 of 15
+        ([0.1] * 10 + [0.2] * 10, [False] * 10 + [True] * 10, 0.2),  # ties below are all counted, none split
+        ([], [], DOUBTFUL_FLOOR),
+    ],
+)
+def test_doubtful_threshold(probabilities: list[float], right: list[bool], expected: float) -> None:
+    assert doubtful_threshold(probabilities, right) == expected
+
+
+def test_the_doubtful_cut_off_never_passes_the_sure_one() -> None:
+    probabilities = [0.1] * 100 + [0.5] * 20 + [0.9] * 5  # 100 wrong, then 25 right: 20 of 120 below 0.9 are right
+    right = [False] * 100 + [True] * 25
+    assert doubtful_threshold(probabilities, right) == 0.9
+    sure = sure_threshold(probabilities, right)
+    assert sure == 0.5 and doubtful_threshold(probabilities, right, sure=sure) == 0.5
+
+
 def answer(**fields: object) -> Answer:
     """An answered question with these fields: its query valid, unless it has none."""
     sql = str(fields.pop("sql", "SELECT 1"))
@@ -73,8 +101,15 @@ def test_fit_learns_which_signal_tells_right_from_wrong_and_survives_a_round_tri
     low = calibration.probability(answers(0.9, 0.2, 0, 1)[0][0])
     assert high > 0.8 and low < 0.5  # regularised: a perfect split on 40 answers is not taken as certainty
     assert calibration.probability(answer(sql="")) == 0.0  # no query is never right
-    assert calibration.held_out_ece is not None and calibration.sure_at is not None and calibration.is_sure(high)
+    assert calibration.held_out_ece is not None and calibration.sure_at is not None and high >= calibration.sure_at
+    assert low < calibration.doubtful <= calibration.sure_at  # the ten wrong answers lie below it, out of fold too
     assert Calibration.from_json(calibration.to_json()) == calibration
+
+
+def test_a_calibration_saved_before_it_fitted_a_doubtful_cut_off_reads_the_floor() -> None:
+    older = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.7).to_json()
+    del older["doubtful"]
+    assert Calibration.from_json(older).doubtful == DOUBTFUL_FLOOR
 
 
 @pytest.mark.parametrize(
@@ -123,7 +158,8 @@ def test_a_saved_calibration_applies_to_its_database_program_and_model_only(tiny
     assert load_calibration(database_key(source), "ReActAgentV2" + name[len("Baseline"):], "dummy") is None
     with dspy.context(lm=lm):
         answer = program.run("How many users are there?")
-    assert answer.calibrated and answer.sure and answer.confidence == pytest.approx(1 / (1 + np.exp(-1.0)))
+    assert answer.calibrated and answer.confidence == pytest.approx(1 / (1 + np.exp(-1.0)))
+    assert answer.verdict_inputs == VerdictInputs(cut_off=CALIBRATION, sure=0.7, doubtful=DOUBTFUL_FLOOR)
     assert answer.confidence_line.startswith(f"likely right ({answer.confidence:.2f}; calibrated on 40 verified")
 
     compiled = program.deepcopy()  # tuned prompts: another program, whose answers the plain one's map does not fit
@@ -182,7 +218,7 @@ def test_calibrate_refuses_a_database_with_too_few_pairs(capsys: pytest.CaptureF
     assert f"0 verified pairs stored for this database; calibrating needs at least {MIN_ANSWERS}" in err
 
 
-def test_a_calibrated_answer_whose_query_fails_validation_is_never_likely_right(tiny_db: Path, tmp_path: Path) -> None:
+def test_a_calibrated_answer_whose_query_fails_validation_is_likely_wrong(tiny_db: Path, tmp_path: Path) -> None:
     source = open_source(tiny_db)
     program = Baseline(tiny_db, retrieval_type="keyword")
     calibration = Calibration((0.0,) * 7, 1.0, answers=40, right=29, sure_at=0.7, model="dummy")
@@ -190,4 +226,5 @@ def test_a_calibrated_answer_whose_query_fails_validation_is_never_likely_right(
     with dspy.context(lm=DummyLM([draft("SELECT no_such_column FROM users")] * 2)):
         answer = program.run("How many users are there?")
     assert answer.calibrated and not answer.valid and answer.confidence > calibration.sure_at
-    assert answer.verdict == "check this"
+    assert answer.verdict == "likely wrong"  # it gives no result, whatever the probability
+    assert answer.verdict_inputs is not None and not answer.verdict_inputs.valid

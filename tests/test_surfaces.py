@@ -40,5 +40,5 @@ def test_ask_json_the_api_the_page_and_an_evaluate_record_carry_the_same_answer(
     assert [r["sql"] for r in record["readings"]] == [r["sql"] for r in from_cli["readings"]]
     # the page shows the same answer: its query, explanation, verdict, every reading and every step
     assert html.escape(from_cli["sql"], quote=False) in page and html.escape(from_cli["explanation"]) in page
-    assert from_api["confidence_words"] in page and f"Trace ({len(from_cli['steps'])} steps)" in page
+    assert from_api["verdict"] in page and f"Trace ({len(from_cli['steps'])} steps)" in page
     assert f"Candidates ({len(from_cli['readings'])})" in page

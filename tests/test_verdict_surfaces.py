@@ -1,7 +1,7 @@
 """The verdict as a table of cases, read on every surface: each program (baseline, V1, V2), each kind of answer (rows,
 an invalid query, one whose dry run errs, an empty result) and a database with and without a saved calibration.
-``ask --json``, ``/api/ask``, the page and an ``evaluate`` record must all say the same words, and the words must
-be the rule's (:mod:`~text2sql_dspy.programs.verdict`)."""
+``ask --json``, ``/api/ask``, the page and an ``evaluate`` record must all say the same words, keep the same inputs
+they were decided from, and the words must be the rule's on those inputs (:mod:`~text2sql_dspy.programs.verdict`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from tests.web_fakes import FAILED_BY_USER, on_every_surface
 from text2sql_dspy.programs.agents.registry import make_program
 from text2sql_dspy.programs.calibration import Calibration, save_calibration
 from text2sql_dspy.programs.source import open_source
-from text2sql_dspy.programs.verdict import UNRATED, Verdict
+from text2sql_dspy.programs.verdict import CALIBRATION as CALIBRATION_CUT_OFF
+from text2sql_dspy.programs.verdict import UNRATED, Verdict, VerdictInputs, words_of
 
 QUESTION = "Which users failed to log in, and how often?"
 QUERIES = {
@@ -39,7 +40,7 @@ CASES = [  # program, answer, calibrated -> the words every surface shows
     ("v2", "erring", False, WRONG),
     ("v2", "empty", False, CHECK),  # an empty result carries a warning: never "likely right"
     ("baseline", "rows", True, RIGHT),  # this database's calibration: sure
-    ("baseline", "invalid", True, CHECK),  # sure by the calibration, but the query failed validation (submitted)
+    ("baseline", "invalid", True, WRONG),  # sure by the calibration, but the query failed validation (submitted)
     ("baseline", "empty", True, CHECK),  # sure, but with a warning
     ("v1", "erring", True, WRONG),  # the calibration reads no query as never right
     ("v2", "rows", True, RIGHT),  # the calibration, not the shipped verifier, words a calibrated database
@@ -73,5 +74,10 @@ def test_every_surface_says_the_rule_s_verdict(
 
     assert from_cli["sql"] == from_api["sql"] == record["sql"]
     assert from_cli["calibrated"] is from_api["calibrated"] is record["calibrated"] is calibrated
-    assert (from_cli["verdict"] or UNRATED) == from_api["confidence_words"] == (record["verdict"] or UNRATED) == words
+    assert from_cli["verdict"] == from_api["verdict"] == record["verdict"] == words
+    assert from_cli["verdict_inputs"] == from_api["verdict_inputs"] == record["verdict_inputs"]
+    inputs = None if record["verdict_inputs"] is None else VerdictInputs.model_validate(record["verdict_inputs"])
+    assert words_of(record["confidence"], inputs) == words  # the words, derived again from what the record keeps
+    assert (inputs is None) is (words == UNRATED)
+    assert (inputs is not None and inputs.cut_off == CALIBRATION_CUT_OFF) is calibrated
     assert f">{words}<" in page or f"{words} (" in page

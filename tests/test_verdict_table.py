@@ -51,6 +51,48 @@ def test_a_conversations_verdict_rows_also_count_other_columns_as_right() -> Non
     assert found["confidence AUC"] == 0.75 and found["confidence AUC, other columns allowed"] == pytest.approx(3.5 / 6)
 
 
+STORED = {"cut_off": "stand-alone", "sure": 0.9, "doubtful": 0.3, "noted": False, "valid": True, "submitted": True}
+WARNED = [{"chosen": True, "valid": True, "findings": [{"kind": "empty result", "message": "no rows"}]}]
+
+
+@pytest.mark.parametrize(("record", "expected"), [
+    ({"confidence": 0.95, "verdict_inputs": STORED, "verdict": "check this"}, "likely right"),  # the inputs decide
+    ({"confidence": 0.95, "verdict_inputs": {**STORED, "noted": True}}, "check this"),
+    ({"confidence": 0.2, "verdict_inputs": {**STORED, "cut_off": "calibration", "sure": None}}, "likely wrong"),
+    ({"confidence": 0.95, "verdict": "check this"}, "check this"),  # older: the words it was given
+    ({"confidence": 0.95, "verdict": ""}, None),  # older still, unrated
+    ({"confidence": 0.95, "verdict": "uncalibrated"}, None),
+    ({"confidence": 0.95}, "likely right"),  # the oldest: at --sure, by the one rule
+    ({"confidence": 0.85}, "check this"),
+    ({"confidence": 0.1}, "check this"),  # no "likely wrong" cut-off was kept
+    ({"confidence": 0.95, "readings": WARNED}, "check this"),  # a warning on its chosen reading
+    ({"confidence": 0.95, "readings": [{**WARNED[0], "findings": [{"kind": "a kind since retired"}]}]},
+     "likely right"),
+    ({"confidence": 0.95, "readings": [{"chosen": True, "valid": False}]}, "likely wrong"),
+    ({"confidence": 0.95, "sql": ""}, "likely wrong"),  # no query
+])
+def test_records_old_and_new_are_worded_by_the_one_rule(record: dict, expected: str | None) -> None:
+    found = table.verdict({"sql": "SELECT 1", **record}, sure=0.9)
+    assert (None if found is None else found.value) == expected
+
+
+def test_a_verifier_words_a_run_again_by_its_cut_offs_for_each_record_s_kind() -> None:
+    from text2sql_dspy.programs.agents.verifier import Verifier
+
+    model = {"names": ["confidence"], "coefficients": [0.0], "intercept": 0.0, "means": [0.0], "scales": [1.0]}
+    verifier = Verifier.from_json({"early": model, "full": model, "sure": 0.8, "doubtful": 0.2, "judge_helps": False,
+                                   "fitted_on": {}, "cut_offs": {"follow-up": 0.97, "stand-alone early": 0.6}})
+    stored = {"sql": "SELECT 1", "confidence": 0.85, "verdict_inputs": STORED}
+    assert table.verdict(stored, 0.9).value == "check this"  # its own cut-off, 0.9
+    assert table.verdict(stored, 0.9, verifier).value == "likely right"  # the other verifier's, 0.8
+    follow_up = {**stored, "verdict_inputs": {**STORED, "cut_off": "follow-up"}}
+    assert table.verdict(follow_up, 0.9, verifier).value == "check this"  # its follow-ups' 0.97
+    calibrated = {**stored, "verdict_inputs": {**STORED, "cut_off": "calibration"}}
+    assert table.verdict(calibrated, 0.9, verifier).value == "check this"  # a calibration's cut-offs stay its own
+    early = {"sql": "SELECT 1", "confidence": 0.65, "drafts": 1, "steps": [{"kind": "verify"}], "verdict": "x"}
+    assert table.verdict(early, 0.9, verifier).value == "likely right"  # older: the kind read off its steps
+
+
 def test_a_run_without_the_programs_records_is_an_error_that_names_the_option(tmp_path: Path) -> None:
     before, after = run(tmp_path / "before", [True]), run(tmp_path / "after", [True])
     with pytest.raises(SystemExit, match="no records of program 'baseline'.*it holds: v2.*--program"):

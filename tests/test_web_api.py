@@ -54,7 +54,8 @@ def test_ask_returns_the_answer_formatted_sql_rows_and_a_bar_chart(service: Serv
     assert body["sql_pretty"].startswith("SELECT\n  u.email,\n  COUNT(*) AS failed\nFROM users AS u")
     assert body["result"]["columns"] == ["email", "failed"]
     assert body["result"]["rows"] == [["bob@acme.test", 3], ["ann@acme.test", 1]] and body["result"]["row_count"] == 2
-    assert body["confidence_words"] == "uncalibrated" and body["judge_words"] == "not judged"  # V1: its own score
+    assert body["verdict"] == "uncalibrated" and body["verdict_inputs"] is None  # V1: its own score, no probability
+    assert "confidence_words" not in body and "judge_words" not in body and "sure" not in body
     assert body["chart"]["kind"] == "bar"
     assert body["chart"]["figure"]["data"][0] == {"type": "bar", "x": ["bob@acme.test", "ann@acme.test"], "y": [3, 1],
                                                  "name": "failed"}
@@ -71,11 +72,10 @@ def v2_answer(tiny_db: Path) -> dict:
         service.close()
 
 
-def test_v2_answer_shows_the_judge_in_words(tiny_db: Path) -> None:
+def test_v2_answer_shows_the_judge_s_score_and_no_words_of_its_own(tiny_db: Path) -> None:
     body = v2_answer(tiny_db)
-    assert body["judge_score"] == pytest.approx(0.92)
-    assert body["judge_words"] == "the judge thinks it answers the question"
-    assert body["confidence_words"] == "uncalibrated"  # V2 without its verifier: the judge's mix is no probability
+    assert body["judge_score"] == pytest.approx(0.92) and "judge_words" not in body
+    assert body["verdict"] == "uncalibrated"  # V2 without its verifier: the judge's mix is no probability
     assert body["chart"]["kind"] == "number" and body["chart"]["value"] == 1
     assert body["calibrated"] is False
 
@@ -88,8 +88,10 @@ def test_a_calibrated_answer_is_likely_right_only_when_sure(
     program = ReActAgentV2(tiny_db, lm=logprob_lm([]))  # the program the server builds: V2 as shipped
     save_calibration(calibration, database_key(open_source(tiny_db)), program.calibration_name())
     body = v2_answer(tiny_db)
-    assert body["calibrated"] is True and body["sure"] is False and body["confidence"] == pytest.approx(0.731, abs=1e-3)
-    assert body["confidence_words"] == "check this"  # the judge's 0.92 alone no longer says "likely right"
+    assert body["calibrated"] is True and body["confidence"] == pytest.approx(0.731, abs=1e-3)
+    assert body["verdict"] == "check this"  # the judge's 0.92 alone no longer says "likely right"
+    assert body["verdict_inputs"] == {"cut_off": "calibration", "sure": 0.9, "doubtful": 0.3, "noted": False,
+                                      "valid": True, "submitted": True}
     assert body["calibration"] == "calibrated on 40 verified questions of this database, 29 answered right"
 
 

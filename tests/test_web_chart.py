@@ -10,7 +10,8 @@ import pytest
 
 from text2sql_dspy.cli import EXIT_USER_ERROR, main
 from text2sql_dspy.programs.answer import Answer
-from text2sql_dspy.programs.web.answer import confidence_words, judge_words, pretty_sql
+from text2sql_dspy.programs.verdict import VerdictInputs
+from text2sql_dspy.programs.web.answer import AnswerView, pretty_sql
 from text2sql_dspy.programs.web.chart import choose_chart
 from text2sql_dspy.programs.web.serve_command import TOKEN_ENV
 
@@ -57,23 +58,26 @@ def test_anything_else_is_just_the_table(columns: list[str], rows: list[tuple]) 
     assert choose_chart(columns, rows) is None
 
 
+CUT_OFFS = VerdictInputs(cut_off="stand-alone", sure=0.9, doubtful=0.3)
+
+
 @pytest.mark.parametrize(
-    ("confidence", "calibration", "words"),
+    ("confidence", "inputs", "words", "level"),
     [
-        (0.99, {}, "uncalibrated"),  # a program's own score, which no model turned into a probability: no verdict
-        (0.1, {}, "uncalibrated"),
-        (0.95, {"verdict": "check this"}, "check this"),  # the answer's own verdict, whatever the number
-        (0.4, {"verdict": "likely wrong"}, "likely wrong"),
+        (0.99, None, "uncalibrated", "warn"),  # a program's own score, which no model turned into a probability
+        (0.1, None, "uncalibrated", "warn"),
+        (0.95, CUT_OFFS.model_copy(update={"noted": True}), "check this", "warn"),  # a warning: never "likely right"
+        (0.95, CUT_OFFS, "likely right", "good"),
+        (0.2, CUT_OFFS, "likely wrong", "bad"),
     ],
 )
-def test_confidence_in_words(confidence: float, calibration: dict, words: str) -> None:
-    answer = Answer(question="q", sql="SELECT 1", status="answered", confidence=confidence, **calibration)
-    assert confidence_words(answer) == words
-
-
-def test_judge_in_words() -> None:
-    assert judge_words(0.9) == "the judge thinks it answers the question" and judge_words(0.5) == "the judge is unsure"
-    assert judge_words(0.1) == "the judge thinks it does not answer the question" and judge_words(None) == "not judged"
+def test_the_page_shows_the_answer_s_verdict(confidence: float, inputs: VerdictInputs | None, words: str,
+                                             level: str) -> None:
+    answer = Answer(question="q", sql="SELECT 1", status="answered", confidence=confidence, verdict_inputs=inputs,
+                    judge_score=0.9)
+    view = AnswerView("tiny", "v2", answer, "SELECT 1", None, None)
+    assert answer.verdict == words and view.level == level
+    assert view.reply().verdict == words and not {"confidence_words", "judge_words"} & set(view.reply().model_dump())
 
 
 def test_sql_is_formatted_by_sqlglot_and_left_alone_when_it_does_not_parse() -> None:

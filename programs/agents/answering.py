@@ -24,25 +24,26 @@ def submitted(record: Record, best: Candidate, drafts: int, verifier: Verifier |
     sql = best.sql
     judge_score = None
     if record.judge is not None:
-        verdict = record.verdict_of(sql) or (record.judged(sql) if best.p is None else None)
-        judge_score = None if verdict is None else verdict.correctness_score
+        judgment = record.judgment_of(sql) or (record.judged(sql) if best.p is None else None)
+        judge_score = None if judgment is None else judgment.correctness_score
     alternatives = alternatives if alternatives and sql in alternatives else []
     reason = UNSURE_REASON if len(alternatives) >= 2 else ""
     if record.judge_errors:
-        reason = "; ".join(p for p in (reason, f"the judge failed ({record.judge_errors[0]}); answered without it") if p)
+        failed = f"the judge failed ({record.judge_errors[0]}); answered without it"
+        reason = "; ".join(p for p in (reason, failed) if p)
     readings = record.readings(sql, alternatives)
     by_sql = {r.sql: r for r in readings}
     confidence = combined_confidence(best.draft.confidence, True, judge_score) if best.p is None else best.p
-    noted = bool(by_sql[sql].warnings)
-    verdict = (verifier.words(best.p, early=best.early, noted=noted, follow_up=bool(record.previous))
-               if best.p is not None else "")
+    chosen = by_sql[sql]
+    inputs = (verifier.inputs(early=best.early, follow_up=bool(record.previous), noted=bool(chosen.warnings),
+                              valid=chosen.valid) if best.p is not None and verifier is not None else None)
     explanation = describe_query(sql, record.source.dialect)
     if record.previous and (changed := changes(record.previous, sql, record.source.dialect)):
         explanation = f"{explanation} Against the query before: {changed}."
     return Answer(
         question=record.question, sql=sql, explanation=explanation,
         status=Status.UNSURE if len(alternatives) >= 2 else Status.ANSWERED, reason=reason,
-        confidence=confidence, judge_score=judge_score, verdict=verdict, basis=ESTIMATED if verdict else "",
+        confidence=confidence, judge_score=judge_score, verdict_inputs=inputs, basis=ESTIMATED if inputs else "",
         drafts=drafts, agreement=agreement, tables=record.tables, readings=readings,
         alternatives=[by_sql[q] for q in alternatives if q in by_sql], steps=record.steps, metrics=metrics_of(record),
     )
@@ -64,9 +65,9 @@ def closest_reading(record: Record) -> str:
 
 def no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifier | None = None) -> Answer:
     """No query submitted: the best validated one so far (with a judge: the best judged), with confidence at most
-    :data:`BEST_EFFORT_CAP` (with a ``verifier``: its probability so capped, worded as an answer with a warning);
-    with none, no query at all, and the last one's findings as the reason (with a ``verifier``: worded as never
-    right)."""
+    :data:`BEST_EFFORT_CAP` (with a ``verifier``: its probability so capped, worded as a query not submitted: never
+    "likely right"); with none, no query at all, and the last one's findings as the reason (with a ``verifier``:
+    worded as a query that failed validation: "likely wrong")."""
     reason = reason or "the agent did not submit an answer"
     valid = [sql for sql, check in record.checks.items() if check.valid]
     metrics = metrics_of(record)
@@ -80,22 +81,24 @@ def no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifie
                   + (f" ({findings})" if findings else "") + f"; {reason}")
         return Answer(question=record.question, status=Status.REFUSED if refused else Status.FAILED, reason=reason,
                       drafts=drafts, tables=record.tables, readings=record.readings(closest, []), steps=record.steps,
-                      metrics=metrics, verdict=verifier.words(0.0) if verifier is not None else "",
-                      basis=ESTIMATED if verifier is not None else "")
-    judged = [(sql, v) for sql, v in record.verdicts if sql in valid]
-    sql, verdict = max(judged, key=lambda pair: pair[1].correctness_score) if judged else (valid[-1], None)
-    judge_score = None if verdict is None else verdict.correctness_score
+                      metrics=metrics, basis=ESTIMATED if verifier is not None else "",
+                      verdict_inputs=None if verifier is None else verifier.inputs(
+                          follow_up=bool(record.previous), valid=False, submitted=False))
+    judged = [(sql, j) for sql, j in record.judgments if sql in valid]
+    sql, judgment = max(judged, key=lambda pair: pair[1].correctness_score) if judged else (valid[-1], None)
+    judge_score = None if judgment is None else judgment.correctness_score
     confidence = min(BEST_EFFORT_CAP, combined_confidence(record.draft_confidence, True, judge_score))
-    words = ""
+    inputs = None
     if verifier is not None:
         record.run(sql)
-        probability = verifier.probability(record.reading(sql), record.question, drafts=drafts, groups=len(valid),
+        reading = record.reading(sql)
+        probability = verifier.probability(reading, record.question, drafts=drafts, groups=len(valid),
                                            previous=record.previous)
         confidence = min(BEST_EFFORT_CAP, probability)
-        words = verifier.words(confidence, noted=True)  # never "likely right": nothing was submitted
+        inputs = verifier.inputs(follow_up=bool(record.previous), noted=bool(reading.warnings), submitted=False)
     return Answer(
         question=record.question, sql=sql, explanation="Best effort: the agent did not submit an answer.",
-        status=Status.ANSWERED, reason=reason, confidence=confidence, judge_score=judge_score, verdict=words,
-        basis=ESTIMATED if words else "", drafts=drafts, tables=record.tables, readings=record.readings(sql, []),
+        status=Status.ANSWERED, reason=reason, confidence=confidence, judge_score=judge_score, verdict_inputs=inputs,
+        basis=ESTIMATED if inputs else "", drafts=drafts, tables=record.tables, readings=record.readings(sql, []),
         steps=record.steps, metrics=metrics,
     )

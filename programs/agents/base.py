@@ -48,7 +48,6 @@ from text2sql_dspy.programs.retrieval.schema_view import (
 )
 from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
-from text2sql_dspy.programs.verdict import verdict_of
 
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "carried_turns", "verifier"})  # copies of a program share these
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
@@ -58,7 +57,6 @@ WARM_SHARE = 0.9  # the share of a schema's prompt prefix a cache must hold for 
 # How a cold view ranks tables: by keywords, whatever ``retrieval_type`` says. The embedding model's import and the
 # tables' encoding cost a new process more than the shorter prompt saves it.
 COLD_RETRIEVAL = "keyword"
-CALIBRATED_DOUBTFUL = 0.5  # a calibrated probability below it reads "likely wrong"
 _BUILT: dict[tuple, dspy.LM] = {}  # (model name, role, its settings) -> the LM built for it, one per process
 MODEL_SETTINGS = ("TEXT2SQL_", "LLM_", "ANTHROPIC_", "OPENAI_")  # environment variables an LM is built from
 _BUILDING = threading.Lock()
@@ -189,18 +187,15 @@ class Text2SQLProgram(dspy.Module):
 
     def calibrated(self, source: DataSource, answer: Answer, lm: Any) -> Answer:
         """With a calibration saved for this database, program and model (``text2sql calibrate``), the answer whose
-        ``confidence`` is the probability that it is right (the program's own score kept as ``raw_confidence``);
-        else the answer as it is."""
+        ``confidence`` is the probability that it is right (the program's own score kept as ``raw_confidence``),
+        worded by the calibration's cut-offs (:meth:`~..calibration.Calibration.inputs`); else the answer as it is."""
         calibration = load_calibration(source.store_key, self.calibration_name(), lm_name(lm))
         if calibration is None:
             return answer  # V2 words the shipped verifier's probability itself; no other score has a verdict
-        probability = calibration.probability(answer)
-        sure = calibration.is_sure(probability)
         return answer.model_copy(update={
-            "raw_confidence": answer.confidence, "confidence": probability, "calibrated": True, "sure": sure,
+            "raw_confidence": answer.confidence, "confidence": calibration.probability(answer), "calibrated": True,
             "calibration": calibration.describe(), "basis": calibration.describe(),
-            "verdict": verdict_of(probability, sure=calibration.sure_at, doubtful=CALIBRATED_DOUBTFUL,
-                                  noted=bool(answer.noted), valid=answer.valid).value,
+            "verdict_inputs": calibration.inputs(answer),
         })
 
     def calibration_name(self) -> str:

@@ -7,7 +7,7 @@ does to a query, each once per distinct query, each leaving a :class:`~..answer.
 - :meth:`Record.check`: the validator's rules (``None`` once :attr:`Limits.max_validation_attempts` are spent by
   the model's queries; a reading the program made itself is checked without spending them);
 - :meth:`Record.run`: read-only execution;
-- :meth:`Record.judged`: the judge's verdict on what the query returned (``None`` without a judge, once its LM
+- :meth:`Record.judged`: the judge's judgment of what the query returned (``None`` without a judge, once its LM
   failed, or once :attr:`Limits.max_judge_calls` are spent).
 """
 
@@ -30,7 +30,7 @@ from text2sql_dspy.signatures import LLMJudgeOutput
 
 __all__ = ["Judge", "Limits", "Record"]
 
-# judge(question=..., sql=..., execution_result=...) -> verdict; raises when the judge's LM fails
+# judge(question=..., sql=..., execution_result=...) -> judgment; raises when the judge's LM fails
 Judge = Callable[..., LLMJudgeOutput]
 
 
@@ -46,7 +46,7 @@ class Limits:
 
 @dataclass
 class Record:
-    """One question: its inputs, and every check, run and verdict so far, in order."""
+    """One question: its inputs, and every check, run and judgment so far, in order."""
 
     question: str
     source: DataSource
@@ -56,7 +56,7 @@ class Record:
     hint: str = ""  # the user's hint on what the question's terms mean
     checks: dict[str, ValidationResult] = field(default_factory=dict)  # cleaned query -> its validation, in order
     runs: dict[str, QueryResult] = field(default_factory=dict)
-    verdicts: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, verdict), in call order
+    judgments: list[tuple[str, LLMJudgeOutput]] = field(default_factory=list)  # (query, the judge's output), in order
     votes: dict[str, int] = field(default_factory=dict)  # query -> drafts that wrote it (V2: or its result)
     drafts: dict[str, Draft] = field(default_factory=dict)  # query -> the first draft that wrote it
     written: dict[str, list[str]] = field(default_factory=dict)  # query -> the generators behind it, in order (V2: or
@@ -136,7 +136,7 @@ class Record:
         return self.judge is not None and not self.judge_errors
 
     def judged(self, sql: str) -> LLMJudgeOutput | None:
-        """The judge's verdict on ``sql``, a query that validated: one call, recorded; None when there is no judge,
+        """The judge's judgment of ``sql``, a query that validated: one call, recorded; None when there is no judge,
         its LM failed (recorded in :attr:`judge_errors`: the agent carries on as V1), or its budget is spent."""
         sql = clean_sql(sql)
         check = self.checks.get(sql)
@@ -146,36 +146,37 @@ class Record:
             return None
         self.judge_calls += 1
         try:
-            verdict = self.judge(question=self.question, sql=sql, execution_result=self.facts(sql).render())
+            judgment = self.judge(question=self.question, sql=sql, execution_result=self.facts(sql).render())
         except Exception as exc:  # any failure of the judge's LM degrades V2 to V1, recorded in the answer
             self.judge_errors.append(f"{type(exc).__name__}: {exc}")
             return None
-        self.keep_verdict(sql, verdict)
-        return verdict
+        self.keep_judgment(sql, judgment)
+        return judgment
 
-    def keep_verdict(self, sql: str, verdict: LLMJudgeOutput, *, step: bool = True) -> None:
-        """Record a verdict, made here or by the repair loop's tool (whose own step shows it)."""
-        self.verdicts.append((sql, verdict))
+    def keep_judgment(self, sql: str, judgment: LLMJudgeOutput, *, step: bool = True) -> None:
+        """Record a judgment, made here or by the repair loop's tool (whose own step shows it)."""
+        self.judgments.append((sql, judgment))
         if step:
-            issues = "; ".join(verdict.issues)
-            note = f"P(right) {verdict.correctness_score:.2f}" + (f": {issues}" if issues else "")
-            self.step("judge", sql, note + (f"\n{verdict.reasoning}" if verdict.reasoning else ""))
+            issues = "; ".join(judgment.issues)
+            note = f"P(right) {judgment.correctness_score:.2f}" + (f": {issues}" if issues else "")
+            self.step("judge", sql, note + (f"\n{judgment.reasoning}" if judgment.reasoning else ""))
 
-    def verdict_of(self, sql: str) -> LLMJudgeOutput | None:
-        """The latest verdict on exactly this query, if any."""
-        return next((v for q, v in reversed(self.verdicts) if q == sql), None)
+    def judgment_of(self, sql: str) -> LLMJudgeOutput | None:
+        """The latest judgment of exactly this query, if any."""
+        return next((j for q, j in reversed(self.judgments) if q == sql), None)
 
     def reading(self, sql: str, *, votes: int | None = None, chosen: bool = False,
                 generators: list[str] | None = None) -> Reading:
         """What the record holds on ``sql``, a query it checked: its votes and generators (given: a result group's),
-        its draft's token probabilities, its findings, its verdict and the first rows it returned where it ran."""
-        check, verdict, result, draft = self.checks[sql], self.verdict_of(sql), self.runs.get(sql), self.drafts.get(sql)
+        its draft's token probabilities, its findings, its judgment and the first rows it returned where it ran."""
+        check, judgment, result = self.checks[sql], self.judgment_of(sql), self.runs.get(sql)
+        draft = self.drafts.get(sql)
         return Reading(
             sql=sql, chosen=chosen, votes=self.votes.get(sql, 1) if votes is None else votes, valid=check.valid,
             confidence=None if draft is None else draft.confidence, weakest=None if draft is None else draft.weakest,
             tokens=0 if draft is None else draft.tokens, doubts=0 if draft is None else draft.doubts,
             margin=None if draft is None else draft.margin, findings=list(check.findings),
-            judge_score=None if verdict is None else verdict.correctness_score,
+            judge_score=None if judgment is None else judgment.correctness_score,
             generator="" if draft is None else draft.generator,
             generators=list(self.written.get(sql, []) if generators is None else generators),
             preview=None if result is None else Preview.of(result),

@@ -221,7 +221,7 @@ def _keep(record: Record, trajectory: dict[str, Any]) -> None:
         elif isinstance(result, Judged):
             record.judge_calls += 1
             record.runs.setdefault(result.sql, result.result)
-            record.keep_verdict(result.sql, result.verdict, step=False)
+            record.keep_judgment(result.sql, result.verdict, step=False)
         elif isinstance(result, JudgeFailed):
             record.judge_calls += 1
             record.judge_errors.append(result.error)

@@ -29,7 +29,7 @@ from text2sql_dspy.programs.agents.followup import FOLLOW_UP, follow_up_features
 from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.query.findings import LINTS, Kind
-from text2sql_dspy.programs.verdict import verdict_of
+from text2sql_dspy.programs.verdict import VerdictInputs, words_of
 
 __all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "GENERATED", "KINDS", "MEANS_WRONG", "Verifier", "features", "kind_of",
            "load_verifier"]
@@ -187,12 +187,19 @@ class Verifier:
                          previous=previous if follows else "", ran=ran)
         return model.probability(found)
 
+    def inputs(self, *, early: bool = False, follow_up: bool = False, noted: bool = False, valid: bool = True,
+               submitted: bool = True) -> VerdictInputs:
+        """What the verdict on this verifier's probability is decided from (:class:`~..verdict.VerdictInputs`): the
+        cut-offs of the model that gave it (:meth:`sure_at`: the early one's given ``early``; a follow-up's given
+        ``follow_up``) and ``doubtful``; ``noted``: the answer carries a warning; ``valid``: its query passed the
+        validator; ``submitted``: the program submitted it."""
+        return VerdictInputs(cut_off=kind_of(early=early, follow_up=follow_up),
+                             sure=self.sure_at(early=early, follow_up=follow_up), doubtful=self.doubtful, noted=noted,
+                             valid=valid, submitted=submitted)
+
     def words(self, probability: float, *, early: bool = False, noted: bool = False, follow_up: bool = False) -> str:
-        """The verdict in words (:func:`~..verdict.verdict_of`) by the cut-offs of the model that gave ``probability``
-        (:meth:`sure_at`: the early one's given ``early``; a follow-up's given ``follow_up``); ``noted``: the answer
-        carries a warning."""
-        return verdict_of(probability, sure=self.sure_at(early=early, follow_up=follow_up), doubtful=self.doubtful,
-                          noted=noted).value
+        """The verdict in words on ``probability`` by :meth:`inputs` (a query that passed validation, submitted)."""
+        return words_of(probability, self.inputs(early=early, follow_up=follow_up, noted=noted))
 
     def to_json(self) -> dict[str, Any]:
         sure, early_sure, doubtful = _rounded([self.sure, self.early_sure, self.doubtful])

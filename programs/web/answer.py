@@ -13,11 +13,10 @@ import sqlglot
 from pydantic import BaseModel, Field
 from sqlglot.errors import SqlglotError
 
-from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE, LOW_SCORE
 from text2sql_dspy.programs.answer import Answer, json_value
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.source import DataSource
-from text2sql_dspy.programs.verdict import UNRATED, level_of
+from text2sql_dspy.programs.verdict import level_of
 from text2sql_dspy.programs.web.chart import Chart, choose_chart
 
 MAX_ROWS = 1000  # rows fetched for the table, the chart and the CSV
@@ -30,7 +29,7 @@ class Execution:
 
     sql: str
     valid: bool
-    findings: str  # the validator's verdict, as it renders it
+    findings: str  # the validator's findings, as it renders them
     result: QueryResult | None = None
 
     @property
@@ -65,7 +64,7 @@ class Execution:
 
 
 class Rows(BaseModel):
-    """The final query's first rows as the page shows them (its validator's verdict when it did not run)."""
+    """The final query's first rows as the page shows them (its validator's findings when it did not run)."""
 
     sql: str
     valid: bool
@@ -84,8 +83,8 @@ class ChartData(BaseModel):
 
 
 class Reply(Answer):
-    """``/api/ask``'s reply: the :class:`Answer`, and where it came from, the SQL laid out, the verdict in words, its
-    rows and a chart when the result suits one."""
+    """``/api/ask``'s reply: the :class:`Answer` (its ``verdict`` in words among its fields), and where it came from,
+    the SQL laid out, its rows and a chart when the result suits one."""
 
     job: str = ""
     db: str
@@ -93,18 +92,16 @@ class Reply(Answer):
     sql_pretty: str = ""
     conversation: str = ""  # the id a follow-up sends
     turn: int = 1
-    confidence_words: str = ""
-    judge_words: str = ""
     result: Rows | None = None
     chart: ChartData | None = None
 
 
 def run_read_only(source: DataSource, sql: str, *, max_rows: int = MAX_ROWS) -> Execution:
     """Validate ``sql`` against ``source``; run the validator's cleaned query read-only only if it passed."""
-    verdict = source.validator.validate(sql)
-    if not verdict.valid or source.database is None:
-        return Execution(verdict.sql or sql, verdict.valid, verdict.render())
-    return Execution(verdict.sql, True, verdict.render(), source.database.execute(verdict.sql, max_rows=max_rows))
+    check = source.validator.validate(sql)
+    if not check.valid or source.database is None:
+        return Execution(check.sql or sql, check.valid, check.render())
+    return Execution(check.sql, True, check.render(), source.database.execute(check.sql, max_rows=max_rows))
 
 
 def pretty_sql(sql: str, dialect: str) -> str:
@@ -115,26 +112,6 @@ def pretty_sql(sql: str, dialect: str) -> str:
         return ";\n".join(sqlglot.transpile(sql, read=dialect, write=dialect, pretty=True))
     except SqlglotError:
         return sql
-
-
-JUDGE_WORDS = (
-    "the judge thinks it answers the question", "the judge is unsure",
-    "the judge thinks it does not answer the question"
-)
-
-
-def confidence_words(answer: Answer) -> str:
-    """The answer's verdict (:attr:`Answer.verdict`, :mod:`~..verdict`); :data:`~..verdict.UNRATED` where its score
-    is no estimated probability."""
-    return answer.verdict or UNRATED
-
-
-def judge_words(score: float | None) -> str:
-    """The judge's score against the agents' bars: at least :data:`ACCEPT_SCORE`, at least :data:`LOW_SCORE`, or
-    below."""
-    if score is None:
-        return "not judged"
-    return JUDGE_WORDS[0] if score >= ACCEPT_SCORE else JUDGE_WORDS[1] if score >= LOW_SCORE else JUDGE_WORDS[2]
 
 
 def cell_text(value: Any) -> str:
@@ -166,26 +143,18 @@ class AnswerView:
         return self.answer.question
 
     @property
-    def confidence_words(self) -> str:
-        return confidence_words(self.answer)
-
-    @property
-    def judge_words(self) -> str:
-        return judge_words(self.answer.judge_score)
-
-    @property
     def level(self) -> str:
-        """``good``, ``warn`` or ``bad``: how the page colours the verdict."""
-        return level_of(self.confidence_words)
+        """``good``, ``warn`` or ``bad``: how the page colours the verdict (:attr:`~..answer.Answer.verdict`)."""
+        return level_of(self.answer.verdict)
 
     def reply(self, job: str = "") -> Reply:
         """The :class:`Answer` as it is, with the database, the program, the conversation and turn, the formatted SQL,
-        the verdict in words, the result and the chart."""
+        the result and the chart."""
         chart = self.chart
         return Reply(
             **dict(self.answer), job=job, db=self.db, program=self.program, sql_pretty=self.sql_pretty,
-            conversation=self.conversation, turn=self.turn, confidence_words=self.confidence_words,
-            judge_words=self.judge_words, result=None if self.execution is None else self.execution.shown(),
+            conversation=self.conversation, turn=self.turn,
+            result=None if self.execution is None else self.execution.shown(),
             chart=None if chart is None else ChartData(kind=chart.kind, figure=chart.figure,
                                                        value=json_value(chart.value), label=chart.label),
         )
