@@ -34,7 +34,7 @@ __all__ = ["Calibration", "SIGNALS", "calibration_file", "consistency", "doubtfu
            "sure_threshold"]
 
 SIGNALS = ("judge probability", "reported confidence", "draft agreement", "drafts", "valid", "fallback", "LM calls")
-SURE_PRECISION = 0.9  # answers marked sure: right at least this often on the fitting answers
+SURE_PRECISION = 0.9  # answers at or above the "likely right" cut-off: right at least this often when fitted
 MIN_ANSWERS = 20  # fewer fitting answers, or only right or only wrong ones: no calibration
 MIN_SURE = 10  # a cut-off must keep at least this many fitting answers
 DOUBTFUL_SHARE = 0.3  # answers below the "likely wrong" cut-off: right at most this often on the fitting answers
