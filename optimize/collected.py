@@ -27,7 +27,8 @@ from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.query.findings import BLOCKING, LINTS
 
-__all__ = ["REFUSED", "Collected", "Group", "collected", "lines", "refuse_held_out"]
+__all__ = ["REFUSED", "Collected", "Group", "blocked", "collected", "lines", "refuse_held_out", "returns_nothing",
+           "symptomatic"]
 
 # The sets the product is measured on, and any test split: never fitted or chosen on.
 REFUSED = ("spider-public", "sparc-public", "bird-public", "dev", "test")
@@ -131,11 +132,11 @@ class Collected:
         found = []
         for mine in members.values():
             queries = list(dict.fromkeys(sql for _, sql in mine))
-            best = min(queries, key=lambda q: (_blocked(self.readings[q]), _lints(self.readings[q]), queries.index(q)))
+            best = min(queries, key=lambda q: (blocked(self.readings[q]), _lints(self.readings[q]), queries.index(q)))
             behind = list(dict.fromkeys(g for g, _ in mine))
             reading = self.readings[best].model_copy(update={"votes": len(mine), "generators": behind})
-            found.append(Group(reading, self.right.get(best, False), _blocked(reading), _nothing(reading),
-                               not SYMPTOMS.isdisjoint(f.kind for f in reading.findings), bool(reading.warnings),
+            found.append(Group(reading, self.right.get(best, False), blocked(reading), returns_nothing(reading),
+                               symptomatic(reading), bool(reading.warnings),
                                len(drafts), len(members), ran))
         return found
 
@@ -171,15 +172,22 @@ def collected(files: Sequence[Path]) -> Iterator[Collected]:
                 group=dict(zip([r.sql for r in answer.readings], record["result_groups"], strict=True)))
 
 
-def _blocked(reading: Reading) -> bool:
+def returns_nothing(reading: Reading) -> bool:
+    """Whether a reading gives no answer: it did not run, failed, has no rows, or only NULLs."""
+    preview = reading.preview
+    return (preview is None or preview.error is not None or not preview.rows
+            or all(v is None for row in preview.rows for v in row))
+
+
+def blocked(reading: Reading) -> bool:
+    """Whether a finding says the reading cannot be right as it stands (:data:`~..findings.BLOCKING`)."""
     return not BLOCKING.isdisjoint(f.kind for f in reading.findings)
+
+
+def symptomatic(reading: Reading) -> bool:
+    """Whether a finding says the result cannot be what was asked (:data:`~..candidates.SYMPTOMS`)."""
+    return not SYMPTOMS.isdisjoint(f.kind for f in reading.findings)
 
 
 def _lints(reading: Reading) -> int:
     return sum(f.kind in LINTS for f in reading.findings)
-
-
-def _nothing(reading: Reading) -> bool:
-    preview = reading.preview
-    return (preview is None or preview.error is not None or not preview.rows
-            or all(v is None for row in preview.rows for v in row))

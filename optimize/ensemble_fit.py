@@ -52,6 +52,7 @@ from text2sql_dspy.programs.agents.verifier import (
 from text2sql_dspy.programs.agents.verifier import (
     FOLLOW_UP as FOLLOW_UP_FEATURES,
 )
+from text2sql_dspy.programs.calibration import doubtful_threshold
 
 __all__ = ["STOPS", "Policy", "Replayed", "choose_policy", "replay", "replay_samples"]
 
@@ -292,11 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     noted = {i: a.noted for i, a in enumerate(answers) if a is not None}
     sure, follow_up_sure = cut_offs(by_full, turns, "sure", noted)
     final = sorted(by_full.values())
-    doubtful = 0.3
-    for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
-        below = [y for q, y in final if q < p]
-        if len(below) >= 10 and sum(below) / len(below) <= 0.3:
-            doubtful = p
+    doubtful = doubtful_threshold([p for p, _ in final], [y for _, y in final])
     found = dict(base.cut_offs)
     if follow_up_sure is not None:
         found[kind_of(early=False, follow_up=True)] = follow_up_sure

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Fit the verifier (``programs/agents/verifier.py``) on collected training answers and write ``verifier.json``.
 
-    python -m text2sql_dspy.optimize.fit_verifier COLLECTED.jsonl [MORE.jsonl ...] --data-root DIR [--data-root DIR ...] \
+    python -m text2sql_dspy.optimize.fit_verifier COLLECTED.jsonl [MORE.jsonl ...] --data-root DIR \
+        [--data-root DIR ...] \
         [--cut-offs-on COLLECTED.jsonl ...] --out programs/agents/verifier.json
 
 Each input is what ``optimize/collect.py`` wrote for a training split (never a dev or test set). Every
@@ -20,7 +21,6 @@ digest of the collected answers, so that a refit on the same files writes the sa
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -29,14 +29,20 @@ from pathlib import Path
 
 import numpy as np
 
-from text2sql_dspy.optimize.collected import refuse_held_out
-from text2sql_dspy.programs.agents.candidates import SYMPTOMS, rank, settles
+from text2sql_dspy.optimize.collected import blocked, lines, refuse_held_out, returns_nothing, symptomatic
+from text2sql_dspy.programs.agents.candidates import rank, settles
 from text2sql_dspy.programs.agents.verifier import (
-    ASKED, EARLY, FOLLOW_UP, FULL, Verifier, features, fit_model, kind_of,
+    ASKED,
+    EARLY,
+    FOLLOW_UP,
+    FULL,
+    Verifier,
+    features,
+    fit_model,
+    kind_of,
 )
 from text2sql_dspy.programs.answer import Answer, Reading
-from text2sql_dspy.programs.calibration import sure_threshold
-from text2sql_dspy.programs.query.findings import BLOCKING
+from text2sql_dspy.programs.calibration import doubtful_threshold, sure_threshold
 from text2sql_dspy.programs.source import open_source
 from text2sql_dspy.programs.verdict import Verdict, verdict_of
 
@@ -59,29 +65,6 @@ def database_of(db_id: str, roots: list[Path]) -> Path:
 def rechecked(reading: Reading, question: str, db: Path, previous: str = "") -> Reading:
     check = open_source(db).validator.validate(reading.sql, question=question, previous=previous)
     return reading.model_copy(update={"findings": list(check.findings), "valid": check.valid})
-
-
-def returns_nothing(reading: Reading) -> bool:
-    """Whether a reading gives no answer: it did not run, failed, has no rows, or only NULLs."""
-    preview = reading.preview
-    return (preview is None or preview.error is not None or not preview.rows
-            or all(v is None for row in preview.rows for v in row))
-
-
-def blocked(reading: Reading) -> bool:
-    """Whether a finding says the reading cannot be right as it stands (:data:`~..findings.BLOCKING`)."""
-    return not BLOCKING.isdisjoint(f.kind for f in reading.findings)
-
-
-def symptomatic(reading: Reading) -> bool:
-    """Whether a finding says the result cannot be what was asked (:data:`~..candidates.SYMPTOMS`)."""
-    return not SYMPTOMS.isdisjoint(f.kind for f in reading.findings)
-
-
-def lines(file: Path) -> list[str]:
-    """The lines of a collected file: JSONL, gzip-compressed where its name ends with ``.gz``; blank lines left out."""
-    with (gzip.open(file, "rt", encoding="utf-8") if file.suffix == ".gz" else file.open(encoding="utf-8")) as fh:
-        return [line for line in fh.read().splitlines() if line.strip()]
 
 
 def previous_queries(records: list[dict]) -> dict[tuple, str]:
@@ -115,7 +98,8 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
             answer = Answer.model_validate(record["answer"])
             db = database_of(record["db_id"], roots)
             right = dict(zip([r.sql for r in answer.readings], record["readings_correct"], strict=True))
-            readings = [rechecked(r, answer.question, db, previous) for r in answer.readings if r.valid and r.preview is not None]
+            readings = [rechecked(r, answer.question, db, previous) for r in answer.readings
+                        if r.valid and r.preview is not None]
             greedy = next((s.sql for s in answer.steps if s.kind == "draft"), "")
             first = next((r for r in readings if r.sql == greedy), None)
             groups = [r for r in readings if r.judge_score is not None] or readings[:1]
@@ -363,11 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cut-offs chosen on {len(final)} answers ({sum(y for _, y in final)} right) of "
           f"{', '.join(sorted(f.name for f in judged_on))}, less the {sum(noted[i] for i in answers)} with a warning")
     sure, follow_up_sure = cut_offs(answers, [q["turn"] for q in questions], "sure", noted)
-    doubtful = 0.3
-    for p, _ in final:  # the highest cut-off below which at most 30% of the answers were right (at least 10)
-        below = [y for q, y in final if q < p]
-        if len(below) >= 10 and sum(below) / len(below) <= 0.3:
-            doubtful = p
+    doubtful = doubtful_threshold([p for p, _ in final], [y for _, y in final])
     early_of = [q for q in questions if q["early"] is not None]
     early_answers = {i: (float(p), y) for i, (p, y) in enumerate(zip(early_oof, e_right, strict=True))}
     early_at = dict(zip([i for i, q in enumerate(questions) if q["early"] is not None], early_oof, strict=True))

@@ -49,7 +49,8 @@ from text2sql_dspy.programs.retrieval.schema_view import (
 from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
 
-SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "carried_turns", "verifier"})  # copies of a program share these
+# what copies of a program share
+SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "carried_turns", "verifier"})
 ESTIMATED = "estimated from public benchmarks; text2sql calibrate fits it to this database"
 logger = logging.getLogger(__name__)
 WARM_QUESTION = "How many rows are there?"  # what warm() drafts for: any question shares the prefix before it
@@ -88,9 +89,10 @@ class Text2SQLProgram(dspy.Module):
     ):
         """``cold_budget``: on the embedded model, a schema over this many tokens whose prompt prefix no cache holds
         yet (a database no process has read) shows the linked tables of each question, as a schema over
-        ``schema_budget`` does (ranked by keywords: :data:`COLD_RETRIEVAL`), until :meth:`warm` has read it whole (None: the whole schema within
-        ``schema_budget`` whatever the cache holds). ``examples``: the example store whose pairs and notes this program is shown (a store, its path, or
-        True for the default store); None shows none. ``k_examples`` pairs per question, at most, within
+        ``schema_budget`` does (ranked by keywords: :data:`COLD_RETRIEVAL`), until :meth:`warm` has read it whole
+        (None: the whole schema within ``schema_budget`` whatever the cache holds). ``examples``: the example store
+        whose pairs and notes this program is shown (a store, its path, or True for the default store); None shows
+        none. ``k_examples`` pairs per question, at most, within
         ``facts_budget`` tokens with the stored values (:func:`question_facts`). ``lookup_values``: show
         the stored values like the question's words (:mod:`~..db.values`). ``docs``: column and table
         descriptions to add (a BIRD ``database_description/`` folder, a dbt ``schema.yml``: :mod:`~..db.docs`).
@@ -152,7 +154,8 @@ class Text2SQLProgram(dspy.Module):
         databases from ``carried``, the nearest verified pairs and the stored values like its words
         (:func:`question_facts`)."""
         view = schema_view(source, question, retrieval_type=self.retrieval_type,
-                           top_k=LINKED_TOP_K if linked else self.top_k, budget_tokens=0 if linked else self.schema_budget)
+                           top_k=LINKED_TOP_K if linked else self.top_k,
+                           budget_tokens=0 if linked else self.schema_budget)
         if cold and view.whole and self.is_cold(source):
             view = schema_view(source, question, retrieval_type=COLD_RETRIEVAL, top_k=self.top_k,
                                budget_tokens=self.cold_budget)
@@ -168,7 +171,8 @@ class Text2SQLProgram(dspy.Module):
         follow-up, else ``carried``; None for none."""
         return self.carried_turns if follow_up else self.carried
 
-    def forward(self, question: str, db_path: str | None = None, hint: str = "", history: Any = None) -> dspy.Prediction:
+    def forward(self, question: str, db_path: str | None = None, hint: str = "",
+                history: Any = None) -> dspy.Prediction:
         """``history``: the conversation's earlier turns (:class:`~..conversation.Turn` objects or dicts, or text).
         Returns ``dspy.Prediction(answer=Answer)``."""
         question = check_question(question)
@@ -242,7 +246,8 @@ class Text2SQLProgram(dspy.Module):
             except Exception as exc:  # noqa: BLE001 - the question that follows reports it properly
                 logger.info("warming %s failed: %s", db_path, exc)
 
-        thread = threading.Thread(target=contextvars.copy_context().run, args=(warm,), name="text2sql-warm", daemon=True)
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(warm,), name="text2sql-warm",
+                                  daemon=True)
         thread.start()
         return thread
 

@@ -25,28 +25,31 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.agents.asked import ASKED, asked_features
-from text2sql_dspy.programs.agents.followup import FOLLOW_UP, follow_up_features
 from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
+from text2sql_dspy.programs.agents.followup import FOLLOW_UP, follow_up_features
 from text2sql_dspy.programs.answer import Reading
+from text2sql_dspy.programs.calibration import logistic
 from text2sql_dspy.programs.query.findings import LINTS, Kind
+from text2sql_dspy.programs.query.question_lints import HOW_MANY
 from text2sql_dspy.programs.verdict import VerdictInputs, words_of
 
-__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "GENERATED", "KINDS", "MEANS_WRONG", "Verifier", "features", "kind_of",
-           "load_verifier"]
+__all__ = ["ASKED", "EARLY", "FOLLOW_UP", "FULL", "GENERATED", "KINDS", "MEANS_WRONG", "Verifier", "features",
+           "kind_of", "load_verifier"]
 
 FLAGGED = (*LINTS, Kind.SHOWS_KEY, Kind.MISSING_VALUE, Kind.SELECT_STAR, Kind.LIMIT_WITHOUT_ORDER)  # a feature each
 # Signals that mean "wrong" where they fire: a fitted weight may lower P(right) by them, never raise it.
 MEANS_WRONG = ("empty", "null_only", "repeated_rows", "count_asked_not_one_number", "list_asked_one_row",
-               "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED), *(a for a in ASKED if a.startswith("unmet")))
+               "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED),
+               *(a for a in ASKED if a.startswith("unmet")))
 EARLY = (
     "confidence", "weakest", "tokens", "rows", "empty", "null_only", "repeated_rows", "count_asked_one_number",
-    "count_asked_not_one_number", "list_asked_one_row", "columns_asked_short", "lints", *(f"lint: {k}" for k in FLAGGED),
+    "count_asked_not_one_number", "list_asked_one_row", "columns_asked_short", "lints",
+    *(f"lint: {k}" for k in FLAGGED),
 )
 FULL = (*EARLY, "agreement", "drafts", "groups", "judge", "judged")
 # What only several generators can say: the share of those that ran whose drafts reached the reading's result, and
 # which of them did.
 GENERATED = ("generators agree", *(f"by: {g}" for g in MODEL_GENERATORS))
-HOW_MANY = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
 LIST_ASKED = re.compile(r"^\W*(list|show|give|find|what are|which|who are|name)\b|\b(all|every|each)\b", re.IGNORECASE)
 SINGLE_ASKED = re.compile(r"\b(the (most|least|highest|lowest|largest|smallest|first|last|oldest|youngest|top)|"
                           r"\w+est|maximum|minimum|only one|which one|\bone\b)", re.IGNORECASE)
@@ -129,7 +132,7 @@ class Model:
     def probability(self, found: Mapping[str, float]) -> float:
         z = self.intercept + sum(w * (found[n] - m) / s for n, w, m, s in
                                  zip(self.names, self.coefficients, self.means, self.scales, strict=True))
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+        return logistic(z)
 
     def never_raising(self, names: Sequence[str]) -> Model:
         """This model with the weights of ``names`` held at or below 0: present, they cannot raise the probability."""
