@@ -1,8 +1,8 @@
 """The ``text2sql`` command line: every subcommand, from the modules that define them.
 
-``ask`` (:mod:`text2sql_dspy.programs.cli`), ``compile``, ``evaluate`` and ``calibrate`` (:mod:`text2sql_dspy.optimize`),
-``learn`` and ``examples`` (:mod:`text2sql_dspy.programs.examples.commands`), ``serve`` (the web page and
-JSON API, :mod:`text2sql_dspy.programs.web.serve_command`). A user's mistake (empty
+``ask`` (:mod:`text2sql_dspy.programs.cli`), ``compile``, ``evaluate`` and ``calibrate``
+(:mod:`text2sql_dspy.optimize`), ``learn`` and ``examples`` (:mod:`text2sql_dspy.programs.examples.commands`), ``serve``
+(the web page and JSON API, :mod:`text2sql_dspy.programs.web.serve_command`). A user's mistake (empty
 question, missing database, bad model string, missing API key) exits 2 with one line that names
 the fix, never a traceback.
 """
