@@ -21,7 +21,7 @@ __all__ = ["Candidate", "choice_score", "close_readings", "combined_confidence",
            "stops"]
 
 SYMPTOM_PENALTY = 0.3  # more than a full vote share of three drafts' difference (0.5 / 3 each)
-UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral verdict
+UNJUDGED_SCORE = 0.25  # a group the judge budget did not reach: below any neutral judgment
 UNSURE_MARGIN = 0.1  # two judged results whose choice scores are this close: the user is shown both
 SYMPTOMS = frozenset({Kind.MISSING_VALUE, Kind.SHOWS_KEY})  # findings that the result cannot be what was asked
 
@@ -35,12 +35,12 @@ Run = Callable[[str], QueryResult]  # runs a query read-only (once per question:
 @dataclass
 class Candidate:
     """A distinct drafted query: its draft, its validation (None: over the validation budget), how many drafts
-    wrote it (or its result), and the judge's verdict."""
+    wrote it (or its result), and the judge's judgment."""
 
     draft: Draft
     validation: ValidationResult | None = None
     votes: int = 1
-    verdict: LLMJudgeOutput | None = None
+    judgment: LLMJudgeOutput | None = None
     p: float | None = None  # the verifier's probability that it is right, once asked
     early: bool = False  # ``p`` is the early model's, from the first draft alone
     generators: list[str] = field(default_factory=list)  # the generators whose drafts wrote it (a group: its result)
@@ -148,7 +148,7 @@ def lint_weight(candidate: Candidate) -> tuple[bool, int]:
 
 
 def judged_score(candidate: Candidate) -> float:
-    return candidate.verdict.correctness_score if candidate.verdict is not None else UNJUDGED_SCORE
+    return candidate.judgment.correctness_score if candidate.judgment is not None else UNJUDGED_SCORE
 
 
 def choice_score(candidate: Candidate, total: int) -> float:
@@ -161,7 +161,7 @@ def choice_score(candidate: Candidate, total: int) -> float:
 def close_readings(groups: list[Candidate], total: int) -> list[Candidate]:
     """The two best-supported judged results when their choice scores are within :data:`UNSURE_MARGIN`
     (best first), else none: the program cannot decide between them, and says so."""
-    judged = sorted((g for g in groups if g.verdict is not None), key=lambda g: -choice_score(g, total))
+    judged = sorted((g for g in groups if g.judgment is not None), key=lambda g: -choice_score(g, total))
     if len(judged) < 2 or choice_score(judged[0], total) - choice_score(judged[1], total) >= UNSURE_MARGIN:
         return []
     return judged[:2]
@@ -180,9 +180,9 @@ def repair_hints(candidate: Candidate, facts: ExecutionFacts | None = None) -> s
     lines += [f"- {m}" for m in candidate.found(*LINTS)][:3]
     if facts is not None and candidate.valid:
         lines.append("It returned:\n" + facts.render())
-    if candidate.verdict is not None:
-        lines += [f"- {i}" for i in candidate.verdict.issues[:3]]
-        lines += [f"- fix: {s}" for s in candidate.verdict.suggestions[:3]]
+    if candidate.judgment is not None:
+        lines += [f"- {i}" for i in candidate.judgment.issues[:3]]
+        lines += [f"- fix: {s}" for s in candidate.judgment.suggestions[:3]]
     lines.append("Write a corrected query.")
     return "\n".join(lines)
 

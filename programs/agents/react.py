@@ -268,7 +268,7 @@ class ReActAgent(Text2SQLProgram):
         if not sure_alone:
             if record.judge is not None and self._judging():
                 for group in groups[: max(1, self.limits.max_judge_calls - 1)]:
-                    group.verdict = record.judged(group.sql)
+                    group.judgment = record.judged(group.sql)
             for group in groups:
                 group.p = self._probability(record, group, drafts, len(groups))
         key = self._preference(record)
@@ -289,7 +289,7 @@ class ReActAgent(Text2SQLProgram):
             redraft = self._redraft(record, view, best, pool, facts=True)
             if redraft is not None:
                 if record.judge is not None and self._judging():
-                    redraft.verdict = record.judged(redraft.sql)
+                    redraft.judgment = record.judged(redraft.sql)
                 redraft.p = self._probability(record, redraft, drafts + 1, len(groups) + 1)
                 if key(redraft) < key(best):
                     best, alternatives = redraft, []
@@ -348,7 +348,7 @@ class ReActAgent(Text2SQLProgram):
         """V2: the judge's verdict on each group (one judge call stays for a redraft), the best supported group and,
         when two are too close to call, both; a chosen query whose result shows something wrong is redrafted once."""
         for group in groups[: max(1, self.limits.max_judge_calls - 1)]:
-            group.verdict = record.judged(group.sql)
+            group.judgment = record.judged(group.sql)
         best = max(groups, key=lambda g: choice_score(g, total))
         record.votes.update({g.sql: g.votes for g in groups})  # a group's votes go to the query shown for it
         alternatives = [c.sql for c in close_readings(groups, total)]
@@ -356,7 +356,7 @@ class ReActAgent(Text2SQLProgram):
         if (not facts.ok or facts.empty or facts.all_null or best.symptoms) and record.judge_available:
             redraft = self._redraft(record, view, best, pool, facts=True)
             if redraft is not None:
-                redraft.verdict = record.judged(redraft.sql)
+                redraft.judgment = record.judged(redraft.sql)
                 if judged_score(redraft) > judged_score(best):  # asked for because best showed a symptom
                     best, alternatives = redraft, []
         record.step("choose", best.sql, f"{best.votes} of {total} drafts; judge {judged_score(best):.2f}")

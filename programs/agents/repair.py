@@ -84,15 +84,15 @@ class Retrieval:
 
 @dataclass(frozen=True)
 class Judged:
-    """The judge's verdict on a query, and the result it read."""
+    """The judge's judgment of a query, and the result it read."""
 
     sql: str
-    verdict: LLMJudgeOutput
+    judgment: LLMJudgeOutput
     result: QueryResult
 
     def render(self) -> str:
-        issues = "; ".join(self.verdict.issues) or "none"
-        return f"P(right) = {self.verdict.correctness_score:.2f}. Issues: {issues}"
+        issues = "; ".join(self.judgment.issues) or "none"
+        return f"P(right) = {self.judgment.correctness_score:.2f}. Issues: {issues}"
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def _keep(record: Record, trajectory: dict[str, Any]) -> None:
         elif isinstance(result, Judged):
             record.judge_calls += 1
             record.runs.setdefault(result.sql, result.result)
-            record.keep_judgment(result.sql, result.verdict, step=False)
+            record.keep_judgment(result.sql, result.judgment, step=False)
         elif isinstance(result, JudgeFailed):
             record.judge_calls += 1
             record.judge_errors.append(result.error)
