@@ -9,7 +9,9 @@ Contract of :func:`build_lm`:
   :class:`~programs.llm.llama_engine.LlamaCppEngine` (one shared llama.cpp
   instance per process), temperature 0, DSPy response cache OFF by default
   (so benchmarks see real latency; pass ``cache=True`` to enable). Building
-  does not load the model; the first call does.
+  does not load the model; the first call does. ``$TEXT2SQL_ENGINE=xllamacpp`` runs
+  it through :class:`~programs.llm.xllamacpp_engine.XLlamaCppEngine` instead
+  (llama.cpp from xllamacpp's prebuilt wheel; :func:`local_engine_classes`).
 * Any other ``provider/model`` string goes to ``dspy.LM`` (lm15/LiteLLM).
   Problems are reported at build time, before any call, as
   :class:`programs.errors.ConfigurationError`: a missing
@@ -155,11 +157,37 @@ def _positive_float_env(name: str, default: float) -> float:
     return value
 
 
+ENGINE_ENV = "TEXT2SQL_ENGINE"  # which llama.cpp binding runs the embedded model
+DEFAULT_ENGINE = "llama-cpp-python"
+LOCAL_ENGINES = ("llama-cpp-python", "xllamacpp")
+
+
+def local_engine_classes(name: str | None = None) -> tuple[type[LlamaCppEngine], type[AsyncLlamaCppEngine]]:
+    """The engine classes of the embedded model: ``name``, else ``$TEXT2SQL_ENGINE``, else :data:`DEFAULT_ENGINE`.
+
+    ``llama-cpp-python`` (:mod:`.llama_engine`) or ``xllamacpp`` (:mod:`.xllamacpp_engine`: llama.cpp from a
+    prebuilt wheel, ``pip install xllamacpp``).
+    """
+    chosen = (name or _env(ENGINE_ENV) or DEFAULT_ENGINE).strip().lower()
+    if chosen == "llama-cpp-python":
+        return LlamaCppEngine, AsyncLlamaCppEngine
+    if chosen == "xllamacpp":
+        import importlib.util
+
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise ConfigurationError(f"{ENGINE_ENV}=xllamacpp needs the xllamacpp package: pip install xllamacpp.")
+        from text2sql_dspy.programs.llm.xllamacpp_engine import AsyncXLlamaCppEngine, XLlamaCppEngine
+
+        return XLlamaCppEngine, AsyncXLlamaCppEngine
+    raise ConfigurationError(f"{ENGINE_ENV}={chosen!r} is not an engine: use one of {', '.join(LOCAL_ENGINES)}.")
+
+
 def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
     for key in ("api_key", "api_base", "base_url"):
         if kwargs.get(key) is not None:
             raise ConfigurationError(f"{key}= does not apply to the local model; drop it or pick a remote model.")
-    engine = LlamaCppEngine(
+    engine_class, async_class = local_engine_classes()
+    engine = engine_class(
         kwargs.pop("model_path", None),
         n_ctx=int(kwargs.pop("n_ctx", None) or _int_env("TEXT2SQL_N_CTX", DEFAULT_N_CTX)),
         n_threads=kwargs.pop("n_threads", None),  # None: TEXT2SQL_N_THREADS, else every core (llama_settings)
@@ -168,7 +196,7 @@ def _build_local(kwargs: dict[str, Any]) -> dspy.LM:
     return dspy.LM(
         LOCAL_MODEL_NAME,
         engine=engine,
-        async_engine=AsyncLlamaCppEngine(engine),
+        async_engine=async_class(engine),
         temperature=kwargs.pop("temperature", 0.0),
         max_tokens=kwargs.pop("max_tokens", DEFAULT_MAX_TOKENS),
         cache=kwargs.pop("cache", False),

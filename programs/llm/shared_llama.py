@@ -455,6 +455,7 @@ def clear_shared_caches() -> None:
         items = list(_registry.values())
     for shared in items:
         shared.clear_kv()
+    _other_engine("clear_xllama_caches")
 
 
 def release_shared_llamas() -> None:
@@ -464,6 +465,16 @@ def release_shared_llamas() -> None:
         _registry.clear()
     for shared in items:
         shared.close()
+    _other_engine("release_shared_xllamas")
+
+
+def _other_engine(function: str) -> None:
+    """Call ``function`` of the xllamacpp engine's module too, where this process has imported it (nothing else)."""
+    import sys
+
+    module = sys.modules.get("text2sql_dspy.programs.llm.xllamacpp_engine")
+    if module is not None:
+        getattr(module, function)()
 
 
 # Free the models before interpreter shutdown: llama-cpp-python's own finalizer then finds its
