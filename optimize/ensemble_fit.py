@@ -8,18 +8,19 @@ Contract:
 
 * The inputs are collections that ran every generator on every question (``optimize/collect.py --generators``), on
   training splits only (:func:`~.collected.refuse_held_out`).
-* The early model, its cut-offs and ``early_sure`` are the ``--base`` verifier's: the first draft is the same
-  generator whatever follows it, so "one draft is enough" stays as fitted on the base's larger set.
+* The early model and its cut-offs are the ``--base`` verifier's: the first draft is the same generator whatever
+  follows it. Where one draft is enough is the policy's to choose (:data:`SETTLES`): more generators can make a
+  second call worth more than more samples did.
 * For each candidate ``--order``, the full model is fitted on the result groups V2 would weigh after each of its
   prefixes (two generators or more: after one, the early model decides), with whole databases held out
   (scikit-learn's ``GroupKFold``). The question-against-query, follow-up and generator features
   (:data:`~..agents.verifier.GENERATED`) are each kept where they add :data:`~.fit_verifier.GAIN` to the ROC AUC of
   the final answers out of fold, as the base fit keeps its own.
-* Each order is replayed out of fold (:func:`replay`) with every budget and stopping probability of
-  :data:`STOPS`; the policy chosen is the one right most often whose mean model seconds are within ``--max-cost``
-  times those of V2's policy without the ensemble (samples, stopped by the majority: :func:`replay_samples`), the
-  cheaper among equals. Its replayed answers choose the full model's cut-offs for "likely right", as the base fit
-  does (a stand-alone question's, a follow-up's, and "likely wrong").
+* Each order is replayed out of fold (:func:`replay`) with every budget, stopping probability (:data:`STOPS`) and
+  probability at which one draft is enough (:data:`SETTLES`); the policy chosen is the one right most often whose
+  mean model seconds are within ``--max-cost`` times those of V2's policy without the ensemble (samples, stopped by
+  the majority: :func:`replay_samples`), the cheaper among equals. Its replayed answers choose the full model's
+  cut-offs for "likely right", as the base fit does (a stand-alone question's, a follow-up's, and "likely wrong").
 * The files written name what they were fitted on, the sets, questions, turns, databases, a digest of the inputs
   and the commit, so that the same command on the same files writes the same bytes.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import subprocess
 from collections.abc import Callable, Sequence
@@ -57,6 +59,7 @@ from text2sql_dspy.programs.calibration import doubtful_threshold
 __all__ = ["STOPS", "Policy", "Replayed", "choose_policy", "replay", "replay_samples"]
 
 STOPS = (None, 0.5, 0.6, 0.7, 0.8, 0.9)  # None: never stop early, the budget decides
+SETTLES = (None, 0.6, 0.7, 0.8, 0.9)  # where one draft is enough; None: the base verifier's early_sure
 TODAY = ("draft", "standalone", "sample", "sample")  # V2's drafts without an ensemble, stopped by the majority
 WITHOUT_JUDGE = tuple(n for n in FULL if n not in ("judge", "judged"))  # the judge adds nothing on the embedded model
 Scores = Callable[[Collected, int], list[float]]  # (question, drafts so far) -> each group's P(right)
@@ -67,6 +70,7 @@ class Policy:
     order: tuple[str, ...]
     budget: int
     stop: float | None
+    settle: float | None = None
 
 
 @dataclass(frozen=True)
@@ -233,18 +237,18 @@ def choose_policy(questions: Sequence[Collected], orders: Sequence[tuple[str, ..
         print(f"order {' > '.join(order)}:")
         names = kept_names(questions, order, WITHOUT_JUDGE)
         scores, *_ = fitted_scores(questions, order, names)
-        for budget in range(2, len(order) + 1):
-            for stop in STOPS:
-                policy = Policy(tuple(order), budget, stop)
-                answers = [replay(q, policy, e, base.early_sure, scores) for q, e in zip(questions, early, strict=True)]
-                right, drafts, seconds, any_right = summary(answers)
-                within = seconds <= limit
-                print(f"  budget {budget}, stop {stop}: {right} right ({right / n:.1%}), "
-                      f"any reading right {any_right}, "
-                      f"{drafts:.2f} drafts, {seconds:.2f} s{'' if within else ' (over the cost limit)'}")
-                key = (right, -seconds)
-                if within and (best is None or key > best[0]):
-                    best = (key, policy, names, answers)
+        for budget, stop, settle in itertools.product(range(2, len(order) + 1), STOPS, SETTLES):
+            policy = Policy(tuple(order), budget, stop, settle)
+            at = base.early_sure if settle is None else settle
+            answers = [replay(q, policy, e, at, scores) for q, e in zip(questions, early, strict=True)]
+            right, drafts, seconds, any_right = summary(answers)
+            within = seconds <= limit
+            print(f"  budget {budget}, stop {stop}, settle {at:.2f}: {right} right ({right / n:.1%}), "
+                  f"any reading right {any_right}, {drafts:.2f} drafts, {seconds:.2f} s"
+                  f"{'' if within else ' (over the cost limit)'}")
+            key = (right, -seconds)
+            if within and (best is None or key > best[0]):
+                best = (key, policy, names, answers)
     if best is None:
         raise SystemExit("no policy is within the cost limit; raise --max-cost")
     return best[1], best[2], best[3]
@@ -284,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(questions)} questions ({sum(q.turn is not None for q in questions)} turns) over "
           f"{len({q.db for q in questions})} databases")
     policy, names, answers = choose_policy(questions, args.order, base, args.max_cost)
-    print(f"chosen: {' > '.join(policy.order)}, budget {policy.budget}, stop {policy.stop}")
+    print(f"chosen: {' > '.join(policy.order)}, budget {policy.budget}, stop {policy.stop}, settle {policy.settle}")
     rows = prefix_rows(questions, policy.order)
     full = fit_model([g.features(questions[i].question, questions[i].previous) for i, _, g in rows],
                      [g.right for _, _, g in rows], names)
@@ -302,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                        cut_offs=found, fitted_on={"early": dict(base.fitted_on), "full": fitted_on})
     pools = dict(p.split("=", 1) for p in args.pool)
     ensemble = Ensemble(policy.order, policy.budget, policy.stop, pools, fitted_on | {
-        "orders tried": [",".join(o) for o in args.order], "max cost": args.max_cost})
+        "orders tried": [",".join(o) for o in args.order], "max cost": args.max_cost}, policy.settle)
     args.out_verifier.write_text(json.dumps(verifier.to_json(), indent=1) + "\n")
     args.out_ensemble.write_text(json.dumps(ensemble.to_json(), indent=1) + "\n")
     print(f"sure at {sure:.3f}, follow-ups at {follow_up_sure}, doubtful below {doubtful:.3f}; wrote "

@@ -1,6 +1,7 @@
 """Which generators V2 runs for a question, in which order, and when it stops: its ensemble.
 
-After the first draft, V2 goes on only where the verifier's early model is not sure of it. Then it runs the next
+After the first draft, V2 goes on only where the verifier's early model is not sure of it (below
+:attr:`Ensemble.settle`, else the verifier's ``early_sure``). Then it runs the next
 generator of :attr:`Ensemble.order` that applies to the question (:mod:`.generators`), until :attr:`Ensemble.budget`
 drafts are written or the chosen reading is sure: its full-model probability reaches :attr:`Ensemble.stop` (None:
 until no further draft could change the majority result, adaptive consistency, as for samples of one prompt).
@@ -45,19 +46,20 @@ class Ensemble:
     stop: float | None = None
     pools: Mapping[str, str] = field(default_factory=dict)
     fitted_on: Mapping[str, Any] = field(default_factory=dict)
+    settle: float | None = None  # the early model's P at which one draft is enough (None: the verifier's early_sure)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": 1, "order": list(self.order), "budget": self.budget, "stop": self.stop,
-                "pools": dict(sorted(self.pools.items())), "fitted_on": dict(self.fitted_on)}
+                "settle": self.settle, "pools": dict(sorted(self.pools.items())), "fitted_on": dict(self.fitted_on)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], root: Path | str | None = None) -> Ensemble:
         """The ensemble ``data`` holds; its pools' paths, where relative, taken from ``root`` (the file's folder)."""
-        stop = data.get("stop")
+        stop, settle = data.get("stop"), data.get("settle")
         pools = {kind: str(Path(root, path)) if root is not None else path
                  for kind, path in dict(data.get("pools", {})).items()}
         return cls(tuple(data["order"]), int(data["budget"]), None if stop is None else float(stop), pools,
-                   dict(data.get("fitted_on", {})))
+                   dict(data.get("fitted_on", {})), None if settle is None else float(settle))
 
     @classmethod
     def read(cls, path: Path | str) -> Ensemble:

@@ -104,6 +104,11 @@ class ReActAgent(Text2SQLProgram):
         self.judge = dspy.Predict(JudgeSQL) if judge else None
         self.repair = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
 
+    @property
+    def settle_at(self) -> float:
+        """The early model's probability at which one draft is enough: the ensemble's, else the verifier's."""
+        return self.ensemble.settle if self.ensemble.settle is not None else self.verifier.early_sure
+
     def carried_for(self, *, follow_up: bool) -> CarriedPairs | None:
         """The pool of solved pairs given for the kind of question, else the ensemble's (:meth:`Ensemble.pool`)."""
         given = super().carried_for(follow_up=follow_up)
@@ -244,7 +249,7 @@ class ReActAgent(Text2SQLProgram):
 
     def _unsure(self, record: Record, first: Candidate) -> bool:
         """Whether the first draft leaves room for doubt: by the verifier's early model where there is one (the draft
-        checked and run; sure at its ``early_sure``), else by the draft's own token confidence."""
+        checked and run; sure at :attr:`settle_at`), else by the draft's own token confidence."""
         if self.verifier is None:
             return first.draft.confidence < self.sample_below
         if not first.valid:
@@ -253,7 +258,7 @@ class ReActAgent(Text2SQLProgram):
         first.p = self.verifier.probability(record.reading(first.sql), record.question, early=True,
                                             previous=record.previous)
         record.step("verify", first.sql, f"P(right) {first.p:.2f} from the first draft alone")
-        return not settles(first.p, self.verifier.early_sure, blocked=first.blocked,
+        return not settles(first.p, self.settle_at, blocked=first.blocked,
                            nothing=returns_nothing(record.facts(first.sql)))
 
     def _verified_choice(self, record: Record, view: SchemaView, groups: list[Candidate], drafts: int,
@@ -264,7 +269,7 @@ class ReActAgent(Text2SQLProgram):
         for, where that returns rows; and one redraft from the facts where the result is empty, only NULLs, blocked
         or showing a symptom (:data:`~.candidates.SYMPTOMS`; whatever its probability), or doubtful and showing what
         is wrong."""
-        sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.verifier.early_sure
+        sure_alone = len(groups) == 1 and groups[0].p is not None and groups[0].p >= self.settle_at
         if not sure_alone:
             if record.judge is not None and self._judging():
                 for group in groups[: max(1, self.limits.max_judge_calls - 1)]:
