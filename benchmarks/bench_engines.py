@@ -11,7 +11,7 @@ from source at install) and xllamacpp (a prebuilt wheel). Not a test.
     python benchmarks/bench_engines.py compare --prompts benchmarks/results/xllamacpp-2026-12-07/prompts.jsonl \\
         --n-threads 1 --json benchmarks/results/xllamacpp-2026-12-07/compare.json
     # 3. Memory and whether it runs, each engine in a process of its own (extra buffer types on and off).
-    python benchmarks/bench_engines.py memory --prompts benchmarks/results/xllamacpp-2026-12-07/prompts.jsonl
+    python benchmarks/bench_engines.py memory --json benchmarks/results/xllamacpp-2026-12-07/memory.json
     # 4. What the embedded path relies on, on xllamacpp (seeds, n_ctx, threads, stop, prefill, logprobs, guard).
     python benchmarks/bench_engines.py capabilities --n-ctx 2048
     # 5. The disk tier across processes: `text2sql ask` cold, then again in a new process.
@@ -261,8 +261,17 @@ def cpu_has_amx() -> bool:
 def compare(args: argparse.Namespace) -> int:
     records = read_records(args.prompts)[: args.limit]
     engines = {name: build_engine(name, args.n_ctx, args.n_threads) for name in ENGINES}
-    for engine in engines.values():
-        engine.load()
+    for name, engine in engines.items():
+        saved = os.environ.get("TEXT2SQL_LLAMA_EXTRA_BUFTS")
+        if name == "xllamacpp" and args.xl_extra_bufts:  # repacked weights: the wheel has no AMX kernels to crash
+            os.environ["TEXT2SQL_LLAMA_EXTRA_BUFTS"] = "1"
+        try:
+            engine.load()
+        finally:
+            if saved is None:
+                os.environ.pop("TEXT2SQL_LLAMA_EXTRA_BUFTS", None)
+            else:
+                os.environ["TEXT2SQL_LLAMA_EXTRA_BUFTS"] = saved
         engine.load().clear_kv()
     pairs: list[tuple[Run, Run]] = []
     for i, record in enumerate(records):
@@ -278,6 +287,7 @@ def compare(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "amx": cpu_has_amx(), "n_threads": args.n_threads, "n_ctx": args.n_ctx,
+            "xl_extra_bufts": args.xl_extra_bufts,
             "pairs": [[asdict(old), asdict(new)] for old, new in pairs],
             "totals": {"llama-cpp-python": totals([p[0] for p in pairs]), "xllamacpp": totals([p[1] for p in pairs])},
         }, indent=1), encoding="utf-8")
@@ -285,13 +295,13 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def memory(args: argparse.Namespace) -> int:
-    """Each engine in a child process: RSS after loading and after the shortest recorded prompt, and whether it runs
-    (the exit status: a native crash is a negative signal number)."""
+    """Each engine in a child process: RSS after loading and after a short prompt, and whether it runs (the exit
+    status: a native crash is a negative signal number)."""
     results = []
     for name in ENGINES:
         for extra_bufts in args.extra_bufts:
             env = dict(os.environ, TEXT2SQL_LLAMA_EXTRA_BUFTS=extra_bufts)
-            cmd = [sys.executable, __file__, "memory-child", "--engine", name, "--prompts", str(args.prompts),
+            cmd = [sys.executable, __file__, "memory-child", "--engine", name,
                    "--n-ctx", str(args.n_ctx), "--n-threads", str(args.n_threads or 1)]
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
             line = next((ln for ln in proc.stdout.splitlines()[::-1] if ln.startswith("{")), None)
@@ -304,9 +314,16 @@ def memory(args: argparse.Namespace) -> int:
     return 0
 
 
+SHORT_PROMPT = {"messages": [{"role": "system", "content": "You write SQLite. CREATE TABLE users (id INTEGER, "
+                                                          "blocked INTEGER);"},
+                             {"role": "user", "content": "How many users are blocked?"},
+                             {"role": "assistant", "content": "[[ ## sql ## ]]\n"}],
+                "max_tokens": 40, "temperature": 0.0, "stop": ["\n\n[["], "seed": None, "top_p": None, "top_k": None,
+                "logprobs": 5}
+
+
 def memory_child(args: argparse.Namespace) -> int:
-    records = read_records(args.prompts)
-    record = min(records, key=lambda r: sum(len(m["content"]) for m in r["messages"]))
+    record = SHORT_PROMPT  # the KV cache and compute buffers are allocated at load, whatever the prompt
     base = rss_mb()
     engine = build_engine(args.engine, args.n_ctx, args.n_threads)
     start = time.perf_counter()
@@ -476,8 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     cmp_.add_argument("--prompts", type=Path, required=True)
     cmp_.add_argument("--limit", type=int, default=10)
     cmp_.add_argument("--json", type=Path)
+    cmp_.add_argument("--xl-extra-bufts", action="store_true",
+                      help="load xllamacpp with llama.cpp's extra buffer types (repacked weights) on")
     mem = sub.add_parser("memory", help="RSS and whether each engine runs, each in its own process")
-    mem.add_argument("--prompts", type=Path, required=True)
     mem.add_argument("--extra-bufts", nargs="+", default=["0", "1"],
                      help="TEXT2SQL_LLAMA_EXTRA_BUFTS values to try (1 crashes llama-cpp-python on AMX CPUs)")
     mem.add_argument("--timeout", type=int, default=600)
@@ -491,7 +509,6 @@ def main(argv: list[str] | None = None) -> int:
     first.add_argument("--json", type=Path)
     child = sub.add_parser("memory-child")
     child.add_argument("--engine", choices=ENGINES, required=True)
-    child.add_argument("--prompts", type=Path, required=True)
     for p in (rec, cmp_, mem, child, cap, first):
         p.add_argument("--n-ctx", type=int, default=12288)
         p.add_argument("--n-threads", type=int, default=1)
