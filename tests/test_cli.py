@@ -202,3 +202,19 @@ def test_ask_off_a_terminal_says_when_a_cold_schema_was_shown_its_linked_tables(
     captured = capsys.readouterr()
     assert code == 0 and "SELECT count(*) FROM users" in captured.out
     assert ("the schema is not cached yet" in captured.err) is cold
+
+
+def test_ask_prints_the_closest_reading_where_no_query_passes(capsys: pytest.CaptureFixture[str],
+                                                              tiny_db: Path) -> None:
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    from tests.fakes import draft
+
+    bad = "SELECT count(*) FROM users WHERE colour = 'red'"
+    with dspy.context(lm=DummyLM([draft(bad), draft(bad)])):
+        main(["ask", "How many users are red?", "--db", str(tiny_db), "--program", "v1", "--retrieval", "keyword",
+              "--no-examples"])
+    out = capsys.readouterr().out
+    assert "-- no query (failed)" in out and "colour" in out
+    assert f"the closest reading, which did not pass the validator (not run):\n{bad}" in out
