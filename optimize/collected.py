@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from text2sql_dspy.programs.agents.candidates import SYMPTOMS, rank
-from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
+from text2sql_dspy.programs.agents.ensemble import PROGRAM_MADE
 from text2sql_dspy.programs.agents.verifier import features
 from text2sql_dspy.programs.answer import Answer, Reading
 from text2sql_dspy.programs.errors import ConfigurationError
@@ -162,7 +162,8 @@ def collected(files: Sequence[Path]) -> Iterator[Collected]:
             turn = record.get("turn")
             previous = answered.get((record["db_id"], record.get("interaction"), turn - 1), "") if turn else ""
             answer = Answer.model_validate(record["answer"])
-            drafts = tuple((s.generator, s.sql) for s in answer.steps if s.generator in MODEL_GENERATORS)
+            drafts = tuple((s.generator, s.sql) for s in answer.steps
+                           if s.generator and s.generator not in PROGRAM_MADE)
             spent = answer.metrics.by_generator
             seconds = {g: v["seconds"] / max(1, v["drafts"]) for g, v in spent.items()}
             yield Collected(

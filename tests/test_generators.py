@@ -17,6 +17,7 @@ from text2sql_dspy.programs.agents.generators import GENERATORS, Ask
 from text2sql_dspy.programs.agents.react import ReActAgentV2
 from text2sql_dspy.programs.agents.verifier import EARLY, FULL, GENERATED, Model, Verifier, generated_features
 from text2sql_dspy.programs.conversation import History
+from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, CarriedPairs
 from text2sql_dspy.programs.examples.store import StoredExample
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
@@ -173,3 +174,16 @@ def test_a_readings_generator_reaches_every_surface(tiny_db: Path, tiny_schemas:
     assert [s["generator"] for s in dumped["steps"] if s["generator"]] == ["draft", "sample", "columns"]
     html = render("_answer.html", answer=build_answer("tiny", "v2", answer, prog.source()), job=SimpleNamespace(id="j"))
     assert "by <span class=\"generator\">sample, columns</span>" in html and "<p class=\"tool\">columns" in html
+
+
+def test_another_model_is_a_further_generator_under_its_own_name(tiny_db: Path, tiny_schemas: Path) -> None:
+    main, other = logprob_lm([scripted_draft(ALL_USERS, 0.9)]), logprob_lm([scripted_draft(GOOD_SQL, 0.9)])
+    prog = program(tiny_db, tiny_schemas, main, order=("draft",), budget=1, stop=None,
+                   generator_models={"claude": other})
+    answer = prog.run("How many users are suspended?")
+    assert [s.generator for s in answer.steps if s.generator] == ["draft", "claude"]
+    assert len(main.engine.requests) == 1 and len(other.engine.requests) == 1
+    by_sql = {r.sql: r for r in answer.readings}
+    assert by_sql[GOOD_SQL].generator == "claude" and by_sql[ALL_USERS].generator == "draft"
+    with pytest.raises(ConfigurationError, match="taken"):
+        program(tiny_db, tiny_schemas, main, generator_models={"pairs": other})

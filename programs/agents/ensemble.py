@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
 
-__all__ = ["DEFAULT_ORDER", "FIRST", "FOLLOW_UP", "MODEL_GENERATORS", "Ensemble", "load_ensemble"]
+__all__ = ["DEFAULT_ORDER", "FIRST", "FOLLOW_UP", "MODEL_GENERATORS", "PROGRAM_MADE", "Ensemble", "load_ensemble"]
 
-# The generators' names (:mod:`.generators`); besides them, readings the program makes itself (redraft, regroup...).
+# The generators' names (:mod:`.generators`); besides them, another model's drafts under the name it was given, and
+# the readings the program makes itself (:data:`PROGRAM_MADE`), which no generator drafted.
 MODEL_GENERATORS = ("draft", "sample", "standalone", "pairs", "columns", "linked")
+PROGRAM_MADE = ("redraft", "regroup", "repair", "loosen")
 DEFAULT_ORDER = ("draft", "standalone", "sample", "sample")
 FIRST, FOLLOW_UP = "first", "follow-up"  # the kinds of question a pool of solved pairs serves
 PACKAGE = "text2sql_dspy.programs.agents"

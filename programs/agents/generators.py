@@ -15,7 +15,9 @@ different ones, so that the verifier has a right reading to choose more often.
   (:mod:`~..examples.carried_pairs`; a follow-up: the nearest follow-ups of other conversations);
 - ``columns``: the tables and columns the answer needs, named before the query (``ColumnsFirstSQL``, schema
   linking as a first step; first questions);
-- ``linked``: only the tables the retriever links to the question (None where that is the view already shown).
+- ``linked``: only the tables the retriever links to the question (None where that is the view already shown);
+- another model (a served model, Claude), configured as a further generator under a name of its own
+  (``generator_models=``): the draft's prompt on that model (:class:`OtherModel`).
 
 Which run, in which order, and when V2 stops is the agent's (:class:`~.ensemble.Ensemble`); every generator's
 predictor is an attribute of the agent or of the generator, so optimizers find it.
@@ -30,14 +32,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import dspy
 
 from text2sql_dspy.programs.agents.drafting import DRAFT_MAX_TOKENS, Draft, draft_sql
+from text2sql_dspy.programs.agents.ensemble import PROGRAM_MADE
 from text2sql_dspy.programs.conversation import History, points_back, standalone_question
+from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 
 if TYPE_CHECKING:
     from text2sql_dspy.programs.agents.base import Text2SQLProgram
 
-__all__ = ["GENERATORS", "COLUMNS_MAX_TOKENS", "SAMPLE_TEMPERATURE", "Ask", "Drafted", "Generator",
+__all__ = ["GENERATORS", "COLUMNS_MAX_TOKENS", "SAMPLE_TEMPERATURE", "Ask", "Drafted", "Generator", "OtherModel",
            "LinkedTables", "ColumnsFirst", "Sampled", "Standalone", "WithPairs", "generators_of"]
 
 SAMPLE_TEMPERATURE = 0.7
@@ -180,16 +184,37 @@ class LinkedTables(Drafted):
         return self.drafted(self.predictor(ask), ask, view)
 
 
+class OtherModel(Drafted):
+    """The draft's prompt on another model (a served model, Claude), under the name it was configured with: its LM,
+    or a model name built once per process (:func:`~.base.built_lm`)."""
+
+    def __init__(self, name: str, draft: dspy.Predict, edit: dspy.Predict, model: str | dspy.BaseLM):
+        super().__init__(draft, edit)
+        self.name, self.model = name, model
+
+    def forward(self, ask: Ask, seed: int = 0) -> Draft | None:
+        from text2sql_dspy.programs.agents.base import built_lm
+
+        lm = self.model if isinstance(self.model, dspy.BaseLM) else built_lm(self.model)
+        return self.drafted(self.predictor(ask), replace(ask, lm=lm), ask.view)
+
+
 GENERATORS: tuple[type[Generator], ...] = (Drafted, Sampled, Standalone, WithPairs, ColumnsFirst, LinkedTables)
 
 
-def generators_of(draft: dspy.Predict, edit: dspy.Predict, columns: dspy.Predict | None = None
-                  ) -> dict[str, Generator]:
+def generators_of(draft: dspy.Predict, edit: dspy.Predict, columns: dspy.Predict | None = None,
+                  models: dict[str, str | dspy.BaseLM] | None = None) -> dict[str, Generator]:
     """Every generator by name, sharing the agent's predictors: ``draft`` and ``edit``, and ``columns``
-    (``ColumnsFirstSQL``) where the agent has one (without it, no ``columns`` generator)."""
+    (``ColumnsFirstSQL``) where the agent has one (without it, no ``columns`` generator); and one for each of
+    ``models`` (name -> a model name or an LM: :class:`OtherModel`)."""
     found: dict[str, Generator] = {
         "draft": Drafted(draft, edit), "sample": Sampled(draft, edit), "standalone": Standalone(draft),
         "pairs": WithPairs(draft, edit), "linked": LinkedTables(draft, edit)}
     if columns is not None:
         found["columns"] = ColumnsFirst(columns)
+    for name, model in (models or {}).items():
+        if name in found or name in PROGRAM_MADE:
+            raise ConfigurationError(f"a generator model cannot be named {name!r}: the name is taken. Name it after "
+                                     "the model, e.g. 'claude'.")
+        found[name] = OtherModel(name, draft, edit, model)
     return found

@@ -66,9 +66,11 @@ WARM_PREVIOUS = "SELECT 1"  # the query warming's edit changes: any query shares
 class ReActAgent(Text2SQLProgram):
     """Draft, check, run, choose; with ``judge=True`` (or as :class:`ReActAgentV2`), also judge results.
 
-    Sub-predictors, for optimizers: ``draft``, ``judge`` (with a judge) and ``repair`` (the repair loop's ``react``
-    and ``extract``), the last only where the loop takes steps (:attr:`max_repair_steps`): a program for the
-    embedded model neither builds nor saves it.
+    Sub-predictors, for optimizers: ``draft``, ``edit``, ``columns`` (where the ensemble runs that generator),
+    ``judge`` (with a judge) and ``repair`` (the repair loop's ``react`` and ``extract``), the last only where the loop
+    takes steps (:attr:`max_repair_steps`): a program for the embedded model neither builds nor saves it. V2 drafts
+    with the generators of its ``ensemble`` (:mod:`.generators`, :mod:`.ensemble`: the one shipped, by default);
+    ``generator_models`` (name -> a model name or an LM) adds another model's draft as a further generator.
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class ReActAgent(Text2SQLProgram):
         max_validation_attempts: int = 4,
         max_repair_steps: int | None = None,
         ensemble: Ensemble | bool = True,
+        generator_models: dict[str, str | dspy.BaseLM] | None = None,
         **kwargs: Any,
     ):
         super().__init__(db_path, **kwargs)
@@ -100,7 +103,11 @@ class ReActAgent(Text2SQLProgram):
         self.draft = dspy.Predict(DraftSQL)
         self.edit = dspy.Predict(EditSQL)  # a follow-up: the query before it, changed
         self.columns = dspy.Predict(ColumnsFirstSQL) if "columns" in self.ensemble.order else None  # where it runs
-        self.generators = generators_of(self.draft, self.edit, self.columns)
+        self.generators = generators_of(self.draft, self.edit, self.columns, generator_models)
+        if generator_models:  # further generators: after the ensemble's, one draft each, within a larger budget
+            self.ensemble = replace(self.ensemble, order=(*self.ensemble.order, *generator_models),
+                                    budget=self.ensemble.budget + len(generator_models))
+            self.candidates = max(self.candidates, self.ensemble.budget)
         self.judge = dspy.Predict(JudgeSQL) if judge else None
         self.repair = self._repair_agent() if repairs(self.model_id, self._lm, max_repair_steps) else None
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from text2sql_dspy.programs.agents.drafting import Draft
-from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
+from text2sql_dspy.programs.agents.ensemble import PROGRAM_MADE
 from text2sql_dspy.programs.answer import Preview, Reading, Step
 from text2sql_dspy.programs.db.database import QueryResult
 from text2sql_dspy.programs.progress import emit
@@ -74,8 +74,9 @@ class Record:
 
     @property
     def ran(self) -> list[str]:
-        """The generators that drafted for the question, in order (:data:`~.generators.MODEL_GENERATORS`)."""
-        return [g for g in self.by_generator if g in MODEL_GENERATORS]
+        """The generators that drafted for the question, in order (not the readings the program made itself:
+        :data:`~.ensemble.PROGRAM_MADE`)."""
+        return [g for g in self.by_generator if g not in PROGRAM_MADE]
 
     def step(self, kind: str, sql: str = "", note: str = "", thought: str = "", generator: str = "") -> None:
         self.steps.append(Step(kind=kind, sql=sql, note=note, thought=thought, generator=generator))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.programs.agents.asked import ASKED, asked_features
-from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS
+from text2sql_dspy.programs.agents.ensemble import MODEL_GENERATORS, PROGRAM_MADE
 from text2sql_dspy.programs.agents.followup import FOLLOW_UP, follow_up_features
 from text2sql_dspy.programs.answer import Reading
 from text2sql_dspy.programs.calibration import logistic
@@ -109,7 +109,8 @@ def features(reading: Reading, question: str, *, drafts: int = 1, groups: int = 
 
 def generated_features(behind: Sequence[str], ran: Sequence[str]) -> dict[str, float]:
     """:data:`GENERATED`: the share of the generators that ``ran`` whose drafts are ``behind`` a result, and which."""
-    ran_set = {g for g in ran if g in MODEL_GENERATORS} or {g for g in behind if g in MODEL_GENERATORS} or {"draft"}
+    ran_set = ({g for g in ran if g not in PROGRAM_MADE} or {g for g in behind if g not in PROGRAM_MADE}
+               or {"draft"})
     found = {"generators agree": len(ran_set.intersection(behind)) / len(ran_set)}
     return found | {f"by: {g}": float(g in behind) for g in MODEL_GENERATORS}
 
