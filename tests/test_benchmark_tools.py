@@ -25,6 +25,7 @@ target_counts = script("benchmarks/target_counts.py")
 shared_turns = script("benchmarks/shared_turns.py")
 split_by_turn = script("benchmarks/split_by_turn.py")
 keyword_rankings = script("benchmarks/keyword_rankings.py")
+readings_table = script("benchmarks/readings_table.py")
 
 OUTER = "SELECT email FROM users WHERE organization_id IN (SELECT organization_id FROM blocks)"  # always true
 CLEAN = "SELECT email FROM users WHERE id IN (SELECT user_id FROM blocks)"
@@ -304,3 +305,28 @@ def test_keyword_rankings_ranks_each_question_over_its_tables_and_compares_two_f
     report = keyword_rankings.compare(lines, [lines[0], reordered])
     assert report[0].startswith("2 questions: 1 rankings differ in their order") and report[1] == "1 tiny (order)"
     assert keyword_rankings.compare(lines, [lines[0], rescored])[1] == "1 tiny (scores)"
+
+
+# --- readings_table.py ------------------------------------------------------------------------------------------
+
+
+def test_readings_table_counts_any_right_reading_and_the_chosen_generators(tmp_path: Path, tiny_db: Path) -> None:
+    root = write_spider_folder(tmp_path / "spider", tiny_db, {"dev": []})
+    gold = "SELECT count(*) FROM users WHERE status = 'suspended'"
+    ran = {"columns": ["n"], "rows": [[1]], "row_count": 1}
+
+    def row(i: int, chosen: str, other: str, correct: bool, generator: str, calls: int, latency: float) -> dict:
+        return {"index": i, "question": f"q{i}", "db_id": "tiny", "gold": gold, "sql": chosen, "correct": correct,
+                "metrics": {"lm_calls": calls, "latency_s": latency},
+                "readings": [{"sql": chosen, "chosen": True, "valid": True, "preview": ran, "generator": generator},
+                             {"sql": other, "chosen": False, "valid": True, "preview": ran, "generator": "pairs"}]}
+
+    run = write_run(tmp_path / "run", [
+        row(0, gold, "SELECT 1", True, "draft", 1, 1.0),
+        row(1, "SELECT count(*) FROM users", gold, False, "sample", 3, 4.0),  # a right reading not chosen
+        row(2, "SELECT count(*) FROM users", "SELECT 2", False, "pairs", 2, 2.0),
+    ])
+    found = readings_table.figures(readings_table.records(run, "v2"), (root,))
+    assert (found["right"], found["any reading right"], found["one model call"]) == (1, 2, 1)
+    assert found["median latency s"] == 2.0
+    assert found["chosen by generator"] == {"draft": (1, 1), "sample": (1, 0), "pairs": (1, 0)}
