@@ -19,8 +19,7 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
-from verdict_table import records  # benchmarks/ is on sys.path when this file runs
-
+from text2sql_dspy.optimize.evaluation import load_records
 from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.query.results import Scoring
 
@@ -31,6 +30,12 @@ def database(db_id: str, roots: tuple[Path, ...]) -> Path:
             if path.is_file():
                 return path
     raise FileNotFoundError(f"no database {db_id} under {', '.join(map(str, roots))}")
+
+
+def records(run: Path, program: str) -> list[dict]:
+    """The run's records of ``program`` (``records.jsonl``, or ``records.jsonl.gz`` as committed), in order."""
+    return sorted((r for r in load_records(run / "records.jsonl").values() if r["program"] == program),
+                  key=lambda r: r["index"])
 
 
 @cache
