@@ -74,7 +74,7 @@ def build_program(lm: Any = None, generators: tuple[str, ...] | None = None, **o
         return make_program("v2", lm=lm, judge_lm=lm, verifier=False, sample_below=SAMPLE_ALWAYS, max_judge_calls=0,
                             ensemble=ensemble, **options)
     return make_program("v2", lm=lm, judge_lm=lm, verifier=False, sample_below=SAMPLE_ALWAYS,
-                        max_judge_calls=JUDGE_CALLS, **options)
+                        max_judge_calls=JUDGE_CALLS, ensemble=Ensemble(), **options)
 
 
 def selected(examples: list, per_database: int | None = None, *, shuffled: bool = False) -> list[tuple[int, Any]]:

@@ -306,7 +306,7 @@ class ReActAgent(Text2SQLProgram):
                 if key(redraft) < key(best):
                     best, alternatives = redraft, []
         record.step("choose", best.sql, f"{best.votes} of {drafts} drafts; P(right) {best.p:.2f}")
-        best.early = sure_alone and best is groups[0]
+        best.early = (sure_alone and best is groups[0]) or self.candidates == 1
         return best, alternatives
 
     @staticmethod
@@ -331,10 +331,12 @@ class ReActAgent(Text2SQLProgram):
         return None
 
     def _probability(self, record: Record, candidate: Candidate, drafts: int, groups: int) -> float:
+        """The verifier's P(right) of ``candidate`` by its full model; a program that drafts once (V1) is read by the
+        early model, the one fitted on a first draft alone (the full one weighs several drafts)."""
         record.run(candidate.sql)
         reading = record.reading(candidate.sql, votes=candidate.votes, generators=candidate.generators or None)
         return self.verifier.probability(reading, record.question, drafts=drafts, groups=groups,
-                                         previous=record.previous, ran=record.ran)
+                                         previous=record.previous, ran=record.ran, early=self.candidates == 1)
 
     def _judging(self) -> bool:
         """Whether V2 asks its judge: where the verifier's full model reads the verdict, or the judge is not the
