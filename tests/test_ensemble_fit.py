@@ -125,3 +125,27 @@ def test_compile_builds_the_ensemble_and_ship_puts_it_in_the_package(
     assert {p.name for p in written} == {"first.npz", "ensemble.json", "verifier.json"}
     shipped = Ensemble.from_json(json.loads((package / "ensemble.json").read_text()), package)
     assert shipped.pools == {FIRST: str(package / "pools" / "first.npz")} and len(shipped.pool(FIRST)) == 1
+
+
+SAMPLE = Path(__file__).resolve().parent / "data" / "ensemble-sample"
+BASE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "generators-2026-12-07" / "base-verifier.json"
+
+
+def without_commit(text: str) -> str:
+    """A fitted file's text less the commit it names (the code's, which moves with every commit)."""
+    return "\n".join(line for line in text.splitlines() if '"commit":' not in line)
+
+
+def test_the_fit_rebuilds_its_committed_output_on_a_committed_sample(tmp_path: Path) -> None:
+    """40 spider-train questions and 40 cosql-train turns of the shipped fit's collection, fitted by the shipped
+    command's flags (two orders here): the bytes committed beside them, but for the commit each file names. A change
+    to the fit, the features or the lints fails here until the expected files are written again by the same command
+    (tests/data/ensemble-sample/README)."""
+    out_v, out_e = tmp_path / "verifier.json", tmp_path / "ensemble.json"
+    assert ensemble_fit.main([
+        str(SAMPLE / "spider-train.jsonl.gz"), str(SAMPLE / "cosql-train.jsonl.gz"), "--base", str(BASE),
+        "--order", "draft,standalone,sample,sample", "--order", "draft,standalone,pairs,sample,sample,columns,linked",
+        "--pool", "first=pools/first.npz", "--pool", "follow-up=pools/follow-up.npz",
+        "--out-verifier", str(out_v), "--out-ensemble", str(out_e)]) == 0
+    for found, expected in ((out_v, "expected.verifier.json"), (out_e, "expected.ensemble.json")):
+        assert without_commit(found.read_text()) == without_commit((SAMPLE / expected).read_text()), expected
