@@ -5,7 +5,8 @@
 #   git worktree add /tmp/wb BEFORE && .venv/bin/pip install --no-deps --target /tmp/snap/before /tmp/wb   (likewise after)
 #   bash benchmarks/evaluate_sets.sh OUT NAME SNAPSHOT SET...
 #     SET: bird-off (bird-public dev, evidence off), bird-on (with BIRD's evidence), spider-dev, sparc (SParC dev over
-#     spider-public's databases); LIMIT=N: the first N questions (not for sparc). Two arms side by side:
+#     spider-public's databases), bundled (the bundled data's test split, 72 questions); LIMIT=N: the first N questions
+#     (not for sparc). Two arms side by side:
 #   bash benchmarks/evaluate_sets.sh OUT before /tmp/snap/before spider-dev & bash benchmarks/evaluate_sets.sh OUT after /tmp/snap/after spider-dev & wait
 # then: python benchmarks/verdict_table.py OUT/before/SET OUT/after/SET
 # The sets are read from ../shared/benchmarks beside the repository (BENCHMARKS: another folder); PYTHON: another
@@ -25,6 +26,7 @@ for set in "$@"; do
     bird-on) $PY -m text2sql_dspy.cli evaluate --data "$B/bird-public" --split dev --program v2 $limit --out bird-on > bird-on.log 2>&1 ;;
     spider-dev) $PY -m text2sql_dspy.cli evaluate --data "$B/spider-public" --split dev --program v2 $limit --out spider-dev > spider-dev.log 2>&1 ;;
     sparc) $PY -m text2sql_dspy.cli evaluate --data "$B/sparc-public" --split dev --databases "$B/spider-public" --program v2 --out sparc > sparc.log 2>&1 ;;
-    *) echo "evaluate_sets.sh: unknown set $set (bird-off, bird-on, spider-dev, sparc)" >&2; exit 2 ;;
+    bundled) $PY -m text2sql_dspy.cli evaluate --split test --program v2 $limit --out bundled > bundled.log 2>&1 ;;
+    *) echo "evaluate_sets.sh: unknown set $set (bird-off, bird-on, spider-dev, sparc, bundled)" >&2; exit 2 ;;
   esac
 done

@@ -222,13 +222,15 @@ def run_tool(tmp_path: Path, tool: str, *args: str, **env: str) -> tuple[str, li
 
 
 def test_evaluate_sets_runs_the_arms_snapshot_on_each_set(tmp_path: Path) -> None:
-    _, calls = run_tool(tmp_path, "evaluate_sets.sh", "out", "before", "/snap/b", "bird-off", "sparc", LIMIT="5")
+    _, calls = run_tool(tmp_path, "evaluate_sets.sh", "out", "before", "/snap/b", "bird-off", "sparc", "bundled",
+                        LIMIT="5")
     folder = str((tmp_path / "out" / "before").resolve())
     assert calls == [
         f"{folder}|/snap/b|1||-m text2sql_dspy.cli evaluate --data /sets/bird-public --split dev --program v2 "
         "--evidence off --limit 5 --out bird-off",
         f"{folder}|/snap/b|1||-m text2sql_dspy.cli evaluate --data /sets/sparc-public --split dev --databases "
         "/sets/spider-public --program v2 --out sparc",
+        f"{folder}|/snap/b|1||-m text2sql_dspy.cli evaluate --split test --program v2 --limit 5 --out bundled",
     ]
     with pytest.raises(AssertionError, match="unknown set"):
         run_tool(tmp_path, "evaluate_sets.sh", "out", "before", "/snap/b", "spider-test")
