@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from text2sql_dspy.optimize.provenance import described
-from text2sql_dspy.programs.agents.thresholds import ACCEPT_SCORE
+from text2sql_dspy.programs.agents.judge import ACCEPT_SCORE
 from text2sql_dspy.programs.calibration import expected_calibration_error
 
 COVERAGE_CUTS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.3, 0.0)  # the report's risk-coverage rows: confidence at least this

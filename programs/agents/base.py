@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 
@@ -33,7 +33,6 @@ from text2sql_dspy.programs.catalog.values import render_matches, schema_words, 
 from text2sql_dspy.programs.conversation import Conversation, History
 from text2sql_dspy.programs.db.address import is_url
 from text2sql_dspy.programs.errors import ConfigurationError
-from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER, CarriedPairs
 from text2sql_dspy.programs.examples.selector import DEFAULT_K, ExampleSelector, render_pairs, with_notes
 from text2sql_dspy.programs.examples.store import ExampleStore, StoredExample, default_store_path
 from text2sql_dspy.programs.llm.stable_prefix_adapter import StablePrefixAdapter
@@ -48,6 +47,9 @@ from text2sql_dspy.programs.retrieval.schema_view import (
 )
 from text2sql_dspy.programs.source import DataSource, open_source
 from text2sql_dspy.programs.usage import metered
+
+if TYPE_CHECKING:
+    from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
 
 # what copies of a program share
 SHARED_ATTRIBUTES = frozenset({"_lm", "_judge_lm", "selector", "carried", "carried_turns", "verifier"})
@@ -106,9 +108,7 @@ class Text2SQLProgram(dspy.Module):
         self.verifier = load_verifier() if verifier is True else (verifier or None)
         self.lookup_values = lookup_values
         self.selector = _selector(examples, k_examples, mask_examples)
-        self.carried = CarriedPairs.from_split(carried) if isinstance(carried, (str, Path)) else carried
-        self.carried_turns = (CarriedPairs.from_split(carried_turns) if isinstance(carried_turns, (str, Path))
-                              else carried_turns)
+        self.carried, self.carried_turns = _pool(carried), _pool(carried_turns)
         self.schema_budget = schema_budget
         self.cold_budget = cold_budget
         self.facts_budget = facts_budget
@@ -304,6 +304,15 @@ def lm_name(lm: Any) -> str:
     return str(getattr(lm, "model", "") or type(lm).__name__)
 
 
+def _pool(pool: CarriedPairs | Path | str | None) -> CarriedPairs | None:
+    """A pool of solved pairs as given; read from its folder (Spider's, SParC's or CoSQL's layout) where a path."""
+    if not isinstance(pool, (str, Path)):
+        return pool
+    from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
+
+    return CarriedPairs.from_split(pool)
+
+
 def _selector(examples: ExampleStore | Path | str | bool | None, k: int, mask: bool) -> ExampleSelector | None:
     if examples is None or examples is False:
         return None
@@ -343,5 +352,9 @@ def question_facts(
     left = budget_tokens - (estimated_tokens(matches) if matches else 0)
     shown = render_pairs(pairs, left) if pairs else ""
     left -= estimated_tokens(shown) if shown else 0
-    lent = render_pairs(carried, left, header=CARRIED_HEADER) if carried and left > 0 else ""
+    lent = ""
+    if carried and left > 0:
+        from text2sql_dspy.programs.examples.carried_pairs import CARRIED_HEADER
+
+        lent = render_pairs(carried, left, header=CARRIED_HEADER)
     return "\n".join(part for part in (history, lent, shown, f"Hint: {hint}" if hint else "", matches) if part)

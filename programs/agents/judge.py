@@ -14,14 +14,19 @@ from typing import Any
 import dspy
 
 from text2sql_dspy.programs.agents.recovery import predict_or_error
-from text2sql_dspy.programs.agents.thresholds import LOW_SCORE
 from text2sql_dspy.programs.llm.factory import logprob_config
 from text2sql_dspy.programs.llm.fields import FIELD_END
 from text2sql_dspy.programs.llm.token_logprobs import field_tokens, probability_of_true, reply_tokens
 from text2sql_dspy.programs.progress import emit
 from text2sql_dspy.signatures.judging import LLMJudgeOutput
 
-__all__ = ["JUDGE_MAX_TOKENS", "VERDICT_MAX_TOKENS", "judge_sql"]
+__all__ = ["ACCEPT_SCORE", "JUDGE_MAX_TOKENS", "LOW_SCORE", "VERDICT_MAX_TOKENS", "judge_sql"]
+
+# Where a judge score (the judge model's probability that an answer is right) changes what is done with it:
+ACCEPT_SCORE = 0.7  # the V2 card's bar for "correct"; confidence bands and reports use it
+# Below this the judge has rejected the query: it explains why, and V2 redrafts once from the facts. Set below the
+# scores the embedded judge gives right answers.
+LOW_SCORE = 0.35
 
 # Each judge call's reply, capped at what its fields need:
 VERDICT_MAX_TOKENS = 16  # the verdict alone, "[[ ## is_correct ## ]]\nTrue", ended at FIELD_END

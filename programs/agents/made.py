@@ -16,7 +16,6 @@ from text2sql_dspy.programs.agents.candidates import Candidate
 from text2sql_dspy.programs.agents.record import Record
 from text2sql_dspy.programs.query.findings import Finding, Kind
 from text2sql_dspy.programs.query.grouping import regrouped_readings
-from text2sql_dspy.programs.query.repairs import repairs
 from text2sql_dspy.programs.query.validator import ValidationResult
 
 __all__ = ["REGROUPED", "REPAIR", "mended", "regrouped"]
@@ -54,6 +53,8 @@ def mended(record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
     dialect's syntax) that check: each a reading of its own with one vote and a warning that says what the
     program changed, so that it never reads "likely right". No model call; a redraft comes only where none
     checks."""
+    from text2sql_dspy.programs.query.repairs import repairs  # only a question whose every draft was refused needs it
+
     source, mended = record.source, []
     for rejected in [c for c in list(pool.values()) if c.validation is not None and not c.valid]:
         for repair in repairs(rejected.sql, rejected.validation.findings, source.catalog, source.dialect):

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 
@@ -47,15 +47,16 @@ from text2sql_dspy.programs.agents.generators import Ask, generators_of
 from text2sql_dspy.programs.agents.judge import judge_sql
 from text2sql_dspy.programs.agents.made import mended, regrouped
 from text2sql_dspy.programs.agents.record import Judge, Limits, Record
-from text2sql_dspy.programs.agents.repair import repair, repair_agent, step_limit_reached
 from text2sql_dspy.programs.answer import Answer
 from text2sql_dspy.programs.conversation import History
-from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
 from text2sql_dspy.programs.query.drop_filter import literal_of, without_filter
 from text2sql_dspy.programs.query.findings import LINTS, Kind
 from text2sql_dspy.programs.retrieval.schema_view import SchemaView
 from text2sql_dspy.programs.source import DataSource
 from text2sql_dspy.signatures import ColumnsFirstSQL, DraftSQL, EditSQL, JudgeSQL
+
+if TYPE_CHECKING:
+    from text2sql_dspy.programs.examples.carried_pairs import CarriedPairs
 
 __all__ = ["ReActAgent", "ReActAgentV2"]
 
@@ -379,6 +380,8 @@ class ReActAgent(Text2SQLProgram):
     def _repaired(self, record: Record, view: SchemaView, drafts: int) -> Answer:
         """No drafted query validated: the repair loop's query where it takes steps and finds a valid one; else no
         query, and why."""
+        from text2sql_dspy.programs.agents.repair import repair, step_limit_reached  # only where nothing validated
+
         steps = self.max_repair_steps
         reason = step_limit_reached(steps)
         if steps > 0:
@@ -397,6 +400,8 @@ class ReActAgent(Text2SQLProgram):
         return no_answer(record, reason, drafts, self.verifier)
 
     def _repair_agent(self) -> dspy.ReAct:
+        from text2sql_dspy.programs.agents.repair import repair_agent
+
         return repair_agent(self.judge is not None, self.limits.max_iterations)
 
     def load_state(self, state: dict[str, Any], **kwargs: Any) -> None:
