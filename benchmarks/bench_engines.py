@@ -41,8 +41,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-os.environ["TEXT2SQL_KV_CACHE_BYTES"] = "0"  # before any engine is built: nothing an earlier process read helps
-
 REPO = Path(__file__).resolve().parents[1]
 TEST = REPO / "data" / "test.json"
 ENGINES = ("llama-cpp-python", "xllamacpp")
@@ -479,6 +477,257 @@ def record(args: argparse.Namespace) -> int:
     print(f"{len(records)} requests written to {args.out}")
     return 0
 
+# -- raw speed of other prebuilt builds, through their own low-level API (a second design for issue 83) -----------
+BUILDS = ("llama-cpp-python", "ik-llama", "ik-llama-rtr", "ik-llama-rtr-fa", "openvino-genai", "mistralrs")
+
+
+def prompt_token_ids(records: list[dict[str, Any]]) -> list[list[int]]:
+    """Each record's prompt as llama-cpp-python reads it: the GGUF's chat template (its Jinja formatter, as the
+    product uses it), the prefilled reply appended, tokenized by the GGUF's vocabulary."""
+    import llama_cpp
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from text2sql_dspy.programs.llm.model_files import ensure_local_model
+
+    vocab = llama_cpp.Llama(str(ensure_local_model(progress=False)), vocab_only=True, verbose=False)
+    formatter = Jinja2ChatFormatter(vocab.metadata["tokenizer.chat_template"], eos_token="<|im_end|>", bos_token="")
+    out = []
+    for record in records:
+        messages = record["messages"]
+        prefill = messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
+        text = formatter(messages=messages[:-1] if prefill else messages).prompt + prefill
+        out.append(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+    return out
+
+
+def top_logprobs(logits: Any, chosen: int, k: int = 5) -> dict[str, Any]:
+    """One generated token's entry from a step's logits, as the product's ``LogprobRecorder`` makes it (token ids
+    as strings, so that builds compare by id)."""
+    import numpy as np
+
+    row = np.asarray(logits, dtype=np.float32)
+    peak = float(row.max())
+    lse = peak + float(np.log(np.exp(row - peak, dtype=np.float32).sum(dtype=np.float64)))
+    idx = np.argpartition(-row, k - 1)[:k]
+    idx = idx[np.argsort(-row[idx])]
+    return {"token": str(chosen), "logprob": float(row[chosen]) - lse,
+            "top_logprobs": [{"token": str(int(i)), "logprob": float(row[i]) - lse} for i in idx]}
+
+
+def _raw_llama_cpp_python(path: str, prompts: list[list[int]], n_gen: int, n_threads: int) -> Any:
+    """Today's engine's library with the product's settings (extra buffer types off, f16 KV, no flash attention)."""
+    import llama_cpp
+    import numpy as np
+
+    from text2sql_dspy.programs.llm.llama_settings import engine_settings, model_params_override
+
+    with model_params_override(use_extra_bufts=False):
+        llm = llama_cpp.Llama(path, n_ctx=4096, verbose=False, **engine_settings(n_threads).llama_kwargs())
+    n_vocab = llm.n_vocab()
+    for tokens in prompts:
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        start = time.perf_counter()
+        llm.eval(tokens)
+        read = time.perf_counter()
+        entries = []
+        for _ in range(n_gen):
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
+            chosen = int(logits.argmax())
+            entries.append(top_logprobs(logits, chosen))
+            llm.eval([chosen])
+        yield {"prompt_s": read - start, "generate_s": time.perf_counter() - read, "logprobs": entries}
+
+
+def _raw_ik_llama(path: str, prompts: list[list[int]], n_gen: int, n_threads: int, *, repack: bool,
+                  flash_attn: bool) -> Any:
+    """ik_llama.cpp's prebuilt wheel (``ik-llama-cpp-python``) through its ctypes API: the same batch sizes, f16 KV;
+    ``repack`` is its run-time repacking of the weights (``-rtr``), ``flash_attn`` its flash attention."""
+    import numpy as np
+    from ik_llama_cpp import _ctypes_api as C
+    from ik_llama_cpp._internals import make_batch_range, make_batch_single
+
+    C.llama_backend_init()
+    model_params = C.llama_model_default_params()
+    model_params.repack_tensors = repack
+    model = C.llama_model_load_from_file(path.encode(), model_params)
+    ctx_params = C.llama_context_default_params()
+    ctx_params.n_ctx, ctx_params.n_batch, ctx_params.n_ubatch = 4096, 512, 512
+    ctx_params.n_threads = ctx_params.n_threads_batch = n_threads
+    ctx_params.flash_attn = flash_attn
+    ctx = C.llama_init_from_model(model, ctx_params)
+    n_vocab = C.llama_vocab_n_tokens(C.llama_model_get_vocab(model))
+    for tokens in prompts:
+        C.llama_kv_cache_clear(ctx)
+        start = time.perf_counter()
+        for at in range(0, len(tokens), 512):
+            batch = make_batch_range(tokens[at:at + 512], pos_start=at, logits_last=at + 512 >= len(tokens))
+            if C.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+        read = time.perf_counter()
+        entries, pos = [], len(tokens)
+        for _ in range(n_gen):
+            logits = np.ctypeslib.as_array(C.llama_get_logits_ith(ctx, -1), shape=(n_vocab,))
+            chosen = int(logits.argmax())
+            entries.append(top_logprobs(logits, chosen))
+            if C.llama_decode(ctx, make_batch_single(chosen, pos)) != 0:
+                raise RuntimeError("llama_decode failed")
+            pos += 1
+        yield {"prompt_s": read - start, "generate_s": time.perf_counter() - read, "logprobs": entries}
+
+
+def _raw_openvino(path: str, prompts: list[list[int]], n_gen: int, n_threads: int) -> Any:
+    """OpenVINO GenAI's ``LLMPipeline`` reading the GGUF itself. Its results carry only the chosen token's
+    log-probability (``GenerationConfig.logprobs``: "only single top logprob can be returned"), so no entries."""
+    import numpy as np
+    import openvino as ov
+    import openvino_genai as ovg
+
+    pipe = ovg.LLMPipeline(path, "CPU", INFERENCE_NUM_THREADS=n_threads, NUM_STREAMS=1)
+    for tokens in prompts:
+        config = ovg.GenerationConfig()
+        config.max_new_tokens = config.min_new_tokens = n_gen
+        config.do_sample = False
+        ids = ov.Tensor(np.array([tokens], dtype=np.int64))
+        result = pipe.generate(ovg.TokenizedInputs(ids, ov.Tensor(np.ones((1, len(tokens)), dtype=np.int64))), config)
+        ttft, tpot = result.perf_metrics.get_ttft().mean / 1000, result.perf_metrics.get_tpot().mean / 1000
+        written = [int(t) for t in result.tokens[0]]
+        yield {"prompt_s": ttft, "generate_s": tpot * len(written),
+               "logprobs": [{"token": str(t), "logprob": 0.0, "top_logprobs": []} for t in written],
+               "no_logprobs": True}
+
+
+def _raw_mistralrs(path: str, prompts: list[list[int]], n_gen: int, n_threads: int) -> Any:
+    """mistral.rs (``mistralrs``, Rust, its own GGUF kernels) given the prompt already rendered: a chat completion
+    (only those carry log-probabilities) through a template that writes the one message verbatim, so that it reads
+    the same tokens; greedy, top-5 log-probabilities. Its threads are rayon's (``RAYON_NUM_THREADS``, set by
+    ``raw``)."""
+    import tempfile
+
+    import llama_cpp
+    from mistralrs import ChatCompletionRequest, Runner, Which
+
+    vocab = llama_cpp.Llama(path, vocab_only=True, verbose=False)
+    model = Path(path)
+    verbatim = Path(tempfile.mkdtemp(prefix="raw-mistralrs-")) / "verbatim.jinja"
+    verbatim.write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}", encoding="utf-8")
+    runner = Runner(which=Which.GGUF(quantized_model_id=str(model.parent), quantized_filename=model.name),
+                    token_source="none", max_seqs=1, prefix_cache_n=0, jinja_explicit=str(verbatim))
+    for tokens in prompts:
+        text = vocab.detokenize(tokens, special=True).decode("utf-8")
+        reply = runner.send_chat_completion_request(ChatCompletionRequest(
+            messages=[{"role": "user", "content": text}], model="local", max_tokens=n_gen, temperature=0.0,
+            logprobs=True, top_logprobs=5, ignore_eos=True))
+        entries = []
+        for item in (reply.choices[0].logprobs.content or []) if reply.choices[0].logprobs else []:
+            top = sorted(item.top_logprobs, key=lambda t: -t.logprob)
+            entries.append({"token": str(top[0].token) if top else item.token, "logprob": item.logprob,
+                            "top_logprobs": [{"token": str(t.token), "logprob": t.logprob} for t in top]})
+        yield {"prompt_s": reply.usage.total_prompt_time_sec, "generate_s": reply.usage.total_completion_time_sec,
+               "logprobs": entries, "prompt_tokens_read": reply.usage.prompt_tokens}
+
+
+def raw_child(args: argparse.Namespace) -> int:
+    from text2sql_dspy.programs.llm.model_files import ensure_local_model
+
+    prompts = json.loads(args.tokens.read_text(encoding="utf-8"))
+    path = str(ensure_local_model(progress=False))
+    runners = {
+        "llama-cpp-python": lambda: _raw_llama_cpp_python(path, prompts, args.gen, args.n_threads),
+        "ik-llama": lambda: _raw_ik_llama(path, prompts, args.gen, args.n_threads, repack=False, flash_attn=False),
+        "ik-llama-rtr": lambda: _raw_ik_llama(path, prompts, args.gen, args.n_threads, repack=True, flash_attn=False),
+        "ik-llama-rtr-fa": lambda: _raw_ik_llama(path, prompts, args.gen, args.n_threads, repack=True,
+                                                 flash_attn=True),
+        "openvino-genai": lambda: _raw_openvino(path, prompts, args.gen, args.n_threads),
+        "mistralrs": lambda: _raw_mistralrs(path, prompts, args.gen, args.n_threads),
+    }
+    start, cpu = time.perf_counter(), time.process_time()
+    for tokens, result in zip(prompts, runners[args.build]()):
+        print(json.dumps({"prompt_tokens": len(tokens), **result}), flush=True)
+    print(json.dumps({"cpu_per_wall": round((time.process_time() - cpu) / (time.perf_counter() - start), 2),
+                      "rss_mb": round(rss_mb()),
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}), flush=True)
+    return 0
+
+
+def raw_rows(runs: dict[str, list[dict[str, Any]]], base: str = "llama-cpp-python") -> list[dict[str, Any]]:
+    """Per build: prompt tokens/s and generated tokens/s over its runs, their ratios to ``base`` (from the same
+    rounds), whether its greedy tokens are ``base``'s, and how its top-5 log-probabilities compare."""
+    ref = runs.get(base, [])
+    rows = []
+    for build, items in runs.items():
+        read = sum(r["prompt_tokens"] for r in items)
+        prompt_s = sum(r["prompt_s"] for r in items)
+        gen = sum(len(r["logprobs"]) for r in items)
+        gen_s = sum(r["generate_s"] for r in items)
+        same = [[e["token"] for e in r["logprobs"]] == [e["token"] for e in b["logprobs"]] for r, b in zip(items, ref)]
+        agree = [compare_logprobs(b["logprobs"], r["logprobs"]) for r, b in zip(items, ref)
+                 if not r.get("no_logprobs")]
+        rows.append({"build": build, "prompts": len(items), "prompt_tokens": read,
+                     "prompt_tps": rate(read, prompt_s * 1000), "generated": gen,
+                     "generate_tps": rate(gen, gen_s * 1000), "same_greedy": sum(same), "compared": len(same),
+                     "logprob_max_abs_diff": max((a.max_abs_diff for a in agree), default=None),
+                     "same_top5": statistics.fmean(a.same_topk for a in agree) if agree else None,
+                     "top_alternatives": not any(r.get("no_logprobs") for r in items)})
+    by = {row["build"]: row for row in rows}
+    for row in rows:
+        row["prompt_ratio"] = ratio(row["prompt_tps"], by.get(base, {}).get("prompt_tps"))
+        row["generate_ratio"] = ratio(row["generate_tps"], by.get(base, {}).get("generate_tps"))
+    return rows
+
+
+def raw_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| build | prompts | prompt tok/s | ratio | gen tok/s | ratio | same greedy tokens | logprob max abs diff "
+             "| same top-5 | top-5 alternatives |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['build']} | {r['prompts']} | {fmt(r['prompt_tps'])} | {r['prompt_ratio']} "
+                     f"| {fmt(r['generate_tps'], 2)} | {r['generate_ratio']} | {r['same_greedy']} of {r['compared']} "
+                     f"| {fmt(r['logprob_max_abs_diff'], 3)} | {fmt(r['same_top5'], 2)} "
+                     f"| {'yes' if r['top_alternatives'] else 'no (chosen token only)'} |")
+    return "\n".join(lines)
+
+
+def raw(args: argparse.Namespace) -> int:
+    """Each build in a child process of its own, one after another, the order turning each round; every build
+    reads the same token ids and writes ``--gen`` greedy tokens (no stop), timed by the wall clock around the
+    decode calls."""
+    import tempfile
+
+    records = [read_records(args.prompts)[i - 1] for i in args.pick]
+    tokens_file = Path(tempfile.mkstemp(suffix=".json", prefix="raw-tokens-")[1])
+    tokens_file.write_text(json.dumps(prompt_token_ids(records)), encoding="utf-8")
+    paths = dict(item.split("=", 1) for item in args.path)
+    runs: dict[str, list[dict[str, Any]]] = {build: [] for build in args.builds}
+    memory_mb: dict[str, Any] = {}
+    for round_ in range(args.rounds):
+        order = args.builds if round_ % 2 == 0 else args.builds[::-1]
+        for build in order:
+            env = dict(os.environ, OMP_NUM_THREADS=str(args.n_threads), RAYON_NUM_THREADS=str(args.n_threads))
+            if build in paths:
+                env["PYTHONPATH"] = os.pathsep.join(p for p in (paths[build], env.get("PYTHONPATH")) if p)
+            cmd = [sys.executable, __file__, "raw-child", "--build", build, "--tokens", str(tokens_file),
+                   "--gen", str(args.gen), "--n-threads", str(args.n_threads)]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+            lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if proc.returncode != 0 or not lines:
+                print(f"{build}: exit {proc.returncode}: {proc.stderr[-600:]}", flush=True)
+                continue
+            memory_mb[build] = lines[-1]
+            for item in lines[:-1]:
+                runs[build].append(item)
+                print(f"round {round_ + 1} {build}: {item['prompt_tokens']} tokens, "
+                      f"{item['prompt_tokens'] / item['prompt_s']:.1f} prompt tok/s, "
+                      f"{len(item['logprobs']) / item['generate_s']:.2f} gen tok/s", flush=True)
+    tokens_file.unlink(missing_ok=True)
+    rows = raw_rows({b: r for b, r in runs.items() if r})
+    print(raw_table(rows))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"amx": cpu_has_amx(), "n_threads": args.n_threads, "gen": args.gen,
+                                         "rounds": args.rounds, "rows": rows, "memory_mb": memory_mb,
+                                         "runs": runs}, indent=1), encoding="utf-8")
+    return 0
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -507,14 +756,32 @@ def main(argv: list[str] | None = None) -> int:
     first.add_argument("--question", default="How many users are blocked right now?")
     first.add_argument("--timeout", type=int, default=900)
     first.add_argument("--json", type=Path)
+    raw_ = sub.add_parser("raw", help="other prebuilt builds' prompt and generation speed, each through its own API")
+    raw_.add_argument("--prompts", type=Path, required=True)
+    raw_.add_argument("--pick", type=int, nargs="+", default=[1, 4],
+                      help="which recorded prompts (1-based; the default two start new questions, cache cold)")
+    raw_.add_argument("--builds", nargs="+", choices=BUILDS, default=["llama-cpp-python", "ik-llama-rtr"])
+    raw_.add_argument("--path", action="append", default=[], metavar="BUILD=DIR",
+                      help="a folder put first on that build's PYTHONPATH (a wheel installed with pip --target)")
+    raw_.add_argument("--rounds", type=int, default=2)
+    raw_.add_argument("--gen", type=int, default=32, help="greedy tokens each build writes after each prompt")
+    raw_.add_argument("--timeout", type=int, default=900)
+    raw_.add_argument("--json", type=Path)
+    rawc = sub.add_parser("raw-child")
+    rawc.add_argument("--build", choices=BUILDS, required=True)
+    rawc.add_argument("--tokens", type=Path, required=True)
+    rawc.add_argument("--gen", type=int, default=32)
     child = sub.add_parser("memory-child")
     child.add_argument("--engine", choices=ENGINES, required=True)
-    for p in (rec, cmp_, mem, child, cap, first):
+    for p in (rec, cmp_, mem, child, cap, first, raw_, rawc):
         p.add_argument("--n-ctx", type=int, default=12288)
         p.add_argument("--n-threads", type=int, default=1)
     args = parser.parse_args(argv)
+    # Before any engine is built, and inherited by the children: nothing an earlier process read helps. Set here,
+    # never at import, so that importing this module (its tests do) leaves the process's disk tier alone.
+    os.environ["TEXT2SQL_KV_CACHE_BYTES"] = "0"
     commands = {"record": record, "compare": compare, "memory": memory, "memory-child": memory_child,
-                "capabilities": capabilities, "first-answer": first_answer}
+                "capabilities": capabilities, "first-answer": first_answer, "raw": raw, "raw-child": raw_child}
     return commands[args.command](args)
 
 

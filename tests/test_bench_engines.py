@@ -97,3 +97,60 @@ def test_the_install_check_leaves_no_compiler_on_the_path(tmp_path: Path) -> Non
 def test_the_install_check_names_what_pip_built() -> None:
     log = "Building wheel for text2sql-dspy (pyproject.toml): started\nBuilding wheel for foo (setup.py) ... done\n"
     assert install.built_from_source(log) == ["foo", "text2sql-dspy"]
+
+
+def raw_run(tokens: list[str], prompt_s: float = 2.0, generate_s: float = 1.0, **kw) -> dict:
+    return {"prompt_tokens": 100, "prompt_s": prompt_s, "generate_s": generate_s,
+            "logprobs": [entry(t, -0.1, (t, -0.1), ("x", -3.0)) for t in tokens], **kw}
+
+
+def test_raw_rows_give_each_build_its_rates_and_ratios_to_todays_engine() -> None:
+    runs = {"llama-cpp-python": [raw_run(["1", "2"]), raw_run(["3", "4"])],
+            "ik-llama-rtr": [raw_run(["1", "2"], prompt_s=4.0, generate_s=0.5), raw_run(["3", "5"], prompt_s=4.0)],
+            "openvino-genai": [raw_run(["1", "2"], prompt_s=1.0, no_logprobs=True),
+                               raw_run(["3", "4"], prompt_s=1.0, no_logprobs=True)]}
+    rows = {r["build"]: r for r in bench.raw_rows(runs)}
+    today = rows["llama-cpp-python"]
+    assert today["prompt_tps"] == pytest.approx(50.0) and today["prompt_ratio"] == "1.00"
+    ik = rows["ik-llama-rtr"]
+    assert ik["prompt_ratio"] == "0.50" and ik["generate_ratio"] == "1.33"
+    assert (ik["same_greedy"], ik["compared"]) == (1, 2), "the second prompt's greedy tokens differ"
+    assert ik["top_alternatives"] and ik["same_top5"] == 1.0
+    ov = rows["openvino-genai"]
+    assert ov["prompt_ratio"] == "2.00" and not ov["top_alternatives"] and ov["same_top5"] is None
+    table = bench.raw_table(list(rows.values()))
+    assert "| openvino-genai | 2 | 100.0 | 2.00 |" in table and "no (chosen token only)" in table
+
+
+def test_top_logprobs_are_the_recorders() -> None:
+    import numpy as np
+
+    logits = np.log(np.array([0.1, 0.6, 0.3, 1e-9, 1e-9, 1e-9], dtype=np.float32))
+    got = bench.top_logprobs(logits, chosen=2, k=2)
+    assert got["token"] == "2" and got["logprob"] == pytest.approx(np.log(0.3), abs=1e-5)
+    assert [t["token"] for t in got["top_logprobs"]] == ["1", "2"]
+
+
+scan = script("benchmarks/scan_prebuilt_wheels.py")
+
+
+def test_the_wheel_scan_counts_avx512_vnni_and_amx_instructions() -> None:
+    disassembly = "\n".join([
+        "0000000000001000 <f>:",
+        "    1000:\tvpdpbusd %zmm1,%zmm2,%zmm3",
+        "    1006:\t{vex} vpdpbusd %ymm1,%ymm2,%ymm3",
+        "    100c:\tvmovdqu (%rax),%ymm0",
+        "    1010:\ttdpbusd %tmm1,%tmm2,%tmm0",
+        "    1014:\tret",
+    ])
+    assert scan.count_instructions(disassembly) == {"ymm": 2, "zmm": 1, "vnni": 2, "amx": 1}
+    assert scan.variant_libraries(["bin/libggml-cpu.so", "lib/libggml-cpu-skylakex.so", "lib/libllama.so",
+                                   "x/libggml-vulkan.so"]) == ["bin/libggml-cpu.so", "lib/libggml-cpu-skylakex.so",
+                                                               "x/libggml-vulkan.so"]
+
+
+def test_importing_the_bench_leaves_the_disk_tier_alone(monkeypatch) -> None:
+    """Only the bench's own runs turn the disk tier off: a test process that imports it keeps the user's setting."""
+    monkeypatch.delenv("TEXT2SQL_KV_CACHE_BYTES", raising=False)
+    script("benchmarks/bench_engines.py")
+    assert "TEXT2SQL_KV_CACHE_BYTES" not in os.environ
