@@ -373,7 +373,10 @@ class SharedXLlama:
         p.slot_save_path = str(self.disk.folder) + os.sep if self.disk is not None else ""
         p.endpoint_slots = True
         p.api_keys = [self._api_key]
-        p.ui = False
+        if hasattr(p, "ui"):
+            p.ui = False
+        else:  # xllamacpp 2026.4.x calls it webui
+            p.webui = False
         p.n_threads_http = 2
         p.verbosity = 0
         return p
