@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, load_schema_dir, load_spider_tables  # noqa: E402
 from text2sql_dspy.programs.catalog.samples import sampled  # noqa: E402
-from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
+from text2sql_dspy.programs.db.opening import open_database  # noqa: E402
 from text2sql_dspy.programs.query.tables_read import tables_read  # noqa: E402
 from text2sql_dspy.programs.retrieval.embedder import load_embedder  # noqa: E402
 from text2sql_dspy.programs.retrieval.retriever import (  # noqa: E402

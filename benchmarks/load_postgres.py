@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from text2sql_dspy.programs.catalog.introspection import introspect  # noqa: E402
 from text2sql_dspy.programs.dataset import database_target  # noqa: E402
 from text2sql_dspy.programs.db.dialect import TranspileError, transpile_gold  # noqa: E402
-from text2sql_dspy.programs.db.engines import open_database  # noqa: E402
+from text2sql_dspy.programs.db.opening import open_database  # noqa: E402
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database  # noqa: E402
 from text2sql_dspy.programs.query.results import is_ordered, results_match  # noqa: E402
 

@@ -28,7 +28,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from text2sql_dspy.optimize.metrics import compare_execution
-from text2sql_dspy.programs.query.repairs import AMBIGUOUS, DIALECT, NEAR, OTHER, TABLE, repairs
+from text2sql_dspy.programs.query.dialect_repair import DIALECT
+from text2sql_dspy.programs.query.repairs import AMBIGUOUS, NEAR, OTHER, TABLE, repairs
 from text2sql_dspy.programs.query.results import Scoring
 from text2sql_dspy.programs.source import open_source
 

@@ -19,7 +19,7 @@ from text2sql_dspy.programs.catalog.values import value_index
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.database import Database
 from text2sql_dspy.programs.db.dialect import DIALECT_NAMES, portable
-from text2sql_dspy.programs.db.engines import open_database
+from text2sql_dspy.programs.db.opening import open_database
 from text2sql_dspy.programs.errors import DatabaseError, SchemaFileError
 from text2sql_dspy.programs.examples.identity import catalog_key
 from text2sql_dspy.programs.query.grouping import regrouped

@@ -36,7 +36,7 @@ from text2sql_dspy.programs.agents.record import Limits, Record
 from text2sql_dspy.programs.agents.repair import bound_tools, repair_agent
 from text2sql_dspy.programs.catalog.catalog import introspect_sqlite
 from text2sql_dspy.programs.db.database import Database
-from text2sql_dspy.programs.db.engines import open_database
+from text2sql_dspy.programs.db.opening import open_database
 from text2sql_dspy.programs.query.validator import SQLValidator
 from text2sql_dspy.programs.source import DataSource, open_source
 

@@ -21,7 +21,8 @@ from text2sql_dspy.programs.bundled import bundled_database_file
 from text2sql_dspy.programs.dataset import load_split
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
-from text2sql_dspy.programs.db.engines import RoleCanWriteWarning, open_database
+from text2sql_dspy.programs.db.engines import RoleCanWriteWarning
+from text2sql_dspy.programs.db.opening import open_database
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 from text2sql_dspy.programs.errors import DatabaseError
 from text2sql_dspy.programs.source import open_source

@@ -21,10 +21,12 @@ from text2sql_dspy.optimize.metrics import compare_execution
 from text2sql_dspy.programs.agents.react import ReActAgent
 from text2sql_dspy.programs.bundled import bundled_database_file
 from text2sql_dspy.programs.dataset import load_split
-from text2sql_dspy.programs.db import engines
+from text2sql_dspy.programs.db import mysql_engine
 from text2sql_dspy.programs.db.address import parse_address
 from text2sql_dspy.programs.db.dialect import portable, transpile_gold
-from text2sql_dspy.programs.db.engines import RoleCanWriteWarning, mysql_grants_can_write, open_database
+from text2sql_dspy.programs.db.engines import RoleCanWriteWarning
+from text2sql_dspy.programs.db.mysql_engine import mysql_grants_can_write
+from text2sql_dspy.programs.db.opening import open_database
 from text2sql_dspy.programs.db.transfer import copy_sqlite_database
 from text2sql_dspy.programs.errors import DatabaseError
 from text2sql_dspy.programs.source import open_source
@@ -185,7 +187,7 @@ def test_bad_mysql_input_is_one_clear_error_naming_the_fix(mariadb: Server, make
 
 def test_a_server_too_old_for_read_only_transactions_is_refused(mariadb: Server,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(engines.MYSQL_MIN_VERSIONS, "MariaDB", (99, 0, 0))
+    monkeypatch.setitem(mysql_engine.MYSQL_MIN_VERSIONS, "MariaDB", (99, 0, 0))
     with pytest.raises(DatabaseError,
                        match=r"too old for read-only transactions .*MariaDB 99\.0\.0 or later\): upgrade"):
         open_database(mariadb.reader_url("saas"))

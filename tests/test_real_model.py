@@ -139,7 +139,7 @@ def test_a_looked_up_value_turns_a_wrong_answer_into_a_right_one(tmp_path) -> No
     import sqlite3
 
     from text2sql_dspy import make_program
-    from text2sql_dspy.programs.db.engines import open_database
+    from text2sql_dspy.programs.db.opening import open_database
     from text2sql_dspy.programs.llm.factory import build_lm
 
     path = tmp_path / "crimes.sqlite"

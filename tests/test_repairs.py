@@ -1,6 +1,7 @@
-"""Issue 81's mechanical repairs (:mod:`~text2sql_dspy.programs.query.repairs`), as tables of cases: a refused query
-in, its repaired readings out (or none); the bundled database's two cases validated and run; and
-``benchmarks/repair_firings.py`` on a two-record file."""
+"""Issue 81's mechanical repairs (:mod:`~text2sql_dspy.programs.query.repairs` and
+:mod:`~text2sql_dspy.programs.query.dialect_repair`), as tables of cases: a refused query in, its repaired readings
+out (or none); the bundled database's two cases validated and run; and ``benchmarks/repair_firings.py`` on a
+two-record file."""
 
 from __future__ import annotations
 
@@ -15,18 +16,9 @@ import pytest
 from tests.scripts import script
 from text2sql_dspy import bundled_database
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
+from text2sql_dspy.programs.query.dialect_repair import DIALECT, Repair, dialect_readings, dialect_repair
 from text2sql_dspy.programs.query.findings import Finding, Kind
-from text2sql_dspy.programs.query.repairs import (
-    AMBIGUOUS,
-    DIALECT,
-    NEAR,
-    OTHER,
-    TABLE,
-    Repair,
-    dialect_readings,
-    dialect_repair,
-    repairs,
-)
+from text2sql_dspy.programs.query.repairs import AMBIGUOUS, NEAR, OTHER, TABLE, repairs
 from text2sql_dspy.programs.query.validator import SQLValidator
 from text2sql_dspy.programs.source import open_source
 

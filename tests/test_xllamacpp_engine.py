@@ -21,17 +21,13 @@ from dspy.lm15 import Config, ContextLengthError, InvalidRequestError, Message, 
 
 from text2sql_dspy.programs.errors import ConfigurationError
 from text2sql_dspy.programs.llm import factory
+from text2sql_dspy.programs.llm.chat_template import ChatTemplate
 from text2sql_dspy.programs.llm.llama_engine import AsyncLlamaCppEngine, LlamaCppEngine
 from text2sql_dspy.programs.llm.llama_settings import LlamaSettings
+from text2sql_dspy.programs.llm.prefix_cache import SlotFileStore
 from text2sql_dspy.programs.llm.shared_llama import LOOP_RUN, EngineStats
-from text2sql_dspy.programs.llm.xllamacpp_engine import (
-    AsyncXLlamaCppEngine,
-    ChatTemplate,
-    SharedXLlama,
-    SlotFileStore,
-    XLlamaCppEngine,
-    reply_logprobs,
-)
+from text2sql_dspy.programs.llm.xllamacpp_engine import AsyncXLlamaCppEngine, XLlamaCppEngine, reply_logprobs
+from text2sql_dspy.programs.llm.xllamacpp_server import SharedXLlama
 
 # Qwen2.5's template, cut to what a text-only conversation uses.
 TEMPLATE = (

@@ -1,6 +1,6 @@
 """The catalog of a live database: tables, columns, types, keys and comments, read from the engine itself.
 
-:func:`introspect` works for every engine :func:`~..db.engines.open_database` opens. SQLite is read with its
+:func:`introspect` works for every engine :func:`~..db.opening.open_database` opens. SQLite is read with its
 PRAGMAs (:func:`~.catalog.introspect_sqlite`); PostgreSQL and MySQL/MariaDB through SQLAlchemy's inspector
 (``COMMENT ON`` and ``COMMENT '...'`` included; on MySQL every database the user may read is a schema, the
 URL's own the default); DuckDB through its ``duckdb_tables()``/``duckdb_columns()``/``duckdb_constraints()`` functions

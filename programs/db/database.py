@@ -2,8 +2,9 @@
 
 :class:`Database` is what programs, tools and metrics use to run SQL, and :class:`QueryResult` what running
 one query gives back; every engine shares the default limits here. :class:`SQLiteDatabase` is here,
-PostgreSQL, MySQL and DuckDB in :mod:`.engines`, whose :func:`~.engines.open_database` picks the engine from
-the address (a SQLite path, or a ``sqlite:///``, ``postgresql://``, ``mysql+pymysql://`` or ``duckdb:///`` URL).
+PostgreSQL and DuckDB in :mod:`.engines`, MySQL in :mod:`.mysql_engine`; :func:`~.opening.open_database` picks
+the engine from the address (a SQLite path, or a ``sqlite:///``, ``postgresql://``, ``mysql+pymysql://`` or
+``duckdb:///`` URL).
 Each is read-only by the engine's own guarantees, caps rows and times queries out; none raises for a bad query.
 
 SQLite is guarded three ways, so that no generated query can write:

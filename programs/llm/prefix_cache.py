@@ -3,7 +3,10 @@
 llama-cpp-python asks its cache for the state whose tokens share the longest prefix with a new
 prompt, and stores the state after every call. :class:`PrefixCache` answers from RAM first; the
 disk tier (:class:`DiskPrefixStore`) lets a new process (``text2sql ask`` from a shell) start
-from a database's prompt prefix instead of re-reading its schema.
+from a database's prompt prefix instead of re-reading its schema. On xllamacpp the server keeps
+the RAM tier itself, and the disk tier is :class:`SlotFileStore`: the server's own slot files,
+saved and restored by :class:`~.xllamacpp_server.SharedXLlama` (its folder named by xllamacpp's
+version in place of llama-cpp-python's).
 
 Contract:
 
@@ -35,9 +38,10 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DiskPrefixStore", "PrefixCache", "common_prefix"]
+__all__ = ["DiskPrefixStore", "PrefixCache", "SlotFileStore", "common_prefix"]
 
 MAGIC = b"T2SKV1\n"
+MIN_NEW_TOKENS = 256  # what a prompt must bring that no saved state holds, to be saved to disk
 
 
 def common_prefix(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> int:
@@ -166,6 +170,99 @@ class DiskPrefixStore:
                 file.unlink()
         if self._index is not None:
             self._index.pop(path, None)
+
+
+class SlotFileStore:
+    """KV states on disk as the server's slot files: ``<name>.slot`` (written by the server's slot save) and
+    ``<name>.ids.npy`` (the prompt's token ids, written here once the save succeeded, so an id file always names a
+    complete slot file). Bounded in bytes, oldest used first out; a slot file without ids is dropped."""
+
+    SUFFIX = ".slot"
+
+    def __init__(self, folder: Path, *, capacity_bytes: int, min_new_tokens: int = MIN_NEW_TOKENS):
+        self.folder = Path(folder)
+        self.capacity_bytes = capacity_bytes
+        self.min_new_tokens = min_new_tokens
+        self._index: dict[str, np.ndarray] | None = None
+
+    @property
+    def index(self) -> dict[str, np.ndarray]:
+        """Token ids of every entry on disk, by name (read once, then kept up to date)."""
+        if self._index is None:
+            self._index = {}
+            for ids_file in self.folder.glob("*.ids.npy"):
+                name = ids_file.name[: -len(".ids.npy")]
+                try:
+                    if not self.slot_file(name).is_file():
+                        raise OSError("no slot file")
+                    self._index[name] = np.load(ids_file)
+                except (OSError, ValueError, EOFError):
+                    self.drop(name)
+            for orphan in self.folder.glob(f"*{self.SUFFIX}"):  # a save whose ids were never written
+                if orphan.name[: -len(self.SUFFIX)] not in self._index:
+                    with contextlib.suppress(OSError):
+                        orphan.unlink()
+        return self._index
+
+    def slot_file(self, name: str) -> Path:
+        return self.folder / f"{name}{self.SUFFIX}"
+
+    def best(self, key: Sequence[int]) -> tuple[str | None, int]:
+        """The entry sharing the longest prefix with ``key``, and that length."""
+        return longest_prefix(self.index.items(), key)
+
+    def worth_saving(self, key: Sequence[int]) -> bool:
+        """Whether ``key`` brings at least ``min_new_tokens`` tokens that no entry holds."""
+        return self.capacity_bytes > 0 and len(key) - self.best(key)[1] >= self.min_new_tokens
+
+    @staticmethod
+    def name_for(key: Sequence[int]) -> str:
+        return hashlib.sha256(np.asarray(key, dtype=np.int32).tobytes()).hexdigest()[:32]
+
+    def added(self, name: str, key: Sequence[int]) -> None:
+        """Record the ids of a slot file the server has just written, then keep the folder within its bound."""
+        ids = np.asarray(key, dtype=np.int32)
+        tmp = self.folder / f".{name}.ids.tmp.npy"
+        try:
+            np.save(tmp, ids)
+            os.replace(tmp, self.folder / f"{name}.ids.npy")
+        except OSError as exc:
+            logger.warning("could not record a KV state in %s: %s", self.folder, exc)
+            self.drop(name)
+            return
+        self.index[name] = ids
+        self._evict()
+
+    def touch(self, name: str) -> None:
+        with contextlib.suppress(OSError):
+            os.utime(self.slot_file(name))  # most recently used: evicted last
+
+    def _evict(self) -> None:
+        def mtime(name: str) -> float:
+            try:
+                return self.slot_file(name).stat().st_mtime
+            except OSError:
+                return 0.0
+
+        def size(name: str) -> int:
+            try:
+                return self.slot_file(name).stat().st_size
+            except OSError:
+                return 0
+
+        names = sorted(self.index, key=mtime)
+        total = sum(size(n) for n in names)
+        while names and total > self.capacity_bytes:
+            oldest = names.pop(0)
+            total -= size(oldest)
+            self.drop(oldest)
+
+    def drop(self, name: str) -> None:
+        for file in (self.slot_file(name), self.folder / f"{name}.ids.npy"):
+            with contextlib.suppress(OSError):
+                file.unlink()
+        if self._index is not None:
+            self._index.pop(name, None)
 
 
 class PrefixCache:

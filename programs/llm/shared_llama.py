@@ -469,10 +469,10 @@ def release_shared_llamas() -> None:
 
 
 def _other_engine(function: str) -> None:
-    """Call ``function`` of the xllamacpp engine's module too, where this process has imported it (nothing else)."""
+    """Call ``function`` of the xllamacpp server's module too, where this process has imported it (nothing else)."""
     import sys
 
-    module = sys.modules.get("text2sql_dspy.programs.llm.xllamacpp_engine")
+    module = sys.modules.get("text2sql_dspy.programs.llm.xllamacpp_server")
     if module is not None:
         getattr(module, function)()
 
