@@ -5,8 +5,8 @@ then answer one bundled question with the embedded model through it (issue 83). 
     python benchmarks/install_without_compiler.py --out /tmp/nocc --json result.json
 
 The variant it installs, since the product's default engine is still llama-cpp-python: every pinned dependency of
-``pyproject.toml`` except ``llama-cpp-python``, plus ``xllamacpp`` (:data:`XLLAMACPP`), then the project itself with
-``--no-deps`` (from a copy of its sources, so the checkout gains no build folder). Once the default switches, the
+``pyproject.toml`` except ``llama-cpp-python``, plus ``xllamacpp`` (pinned once, in the ``dev`` extra:
+:func:`xllamacpp_pin`), then the project itself with ``--no-deps`` (from a copy of its sources, so the checkout gains no build folder). Once the default switches, the
 same check is ``pip install .`` alone.
 
 No compiler: ``PATH`` starts with a folder where ``cc``, ``gcc``, ``c++``, ``g++``, ``clang``, ``clang++``,
@@ -34,7 +34,6 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-XLLAMACPP = "xllamacpp==2026.10.11549"
 COMPILERS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "cmake", "ninja", "make")
 DROPPED = ("llama-cpp-python",)
 QUESTION = "How many users are blocked right now?"
@@ -47,11 +46,17 @@ def requirement_name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def requirements(pyproject: Path, *, drop: tuple[str, ...] = DROPPED, add: tuple[str, ...] = (XLLAMACPP,)) -> list[str]:
-    """The project's dependencies without ``drop``, plus ``add``."""
+def xllamacpp_pin(pyproject: Path) -> str:
+    """The ``xllamacpp`` requirement of the ``dev`` extra (where the optional engine's tests get it)."""
+    dev = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    return next(d for d in dev if requirement_name(d) == "xllamacpp")
+
+
+def requirements(pyproject: Path, *, drop: tuple[str, ...] = DROPPED) -> list[str]:
+    """The project's dependencies without ``drop``, plus the pinned ``xllamacpp``."""
     deps = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
     dropped = {requirement_name(d) for d in drop}
-    return [d for d in deps if requirement_name(d) not in dropped] + list(add)
+    return [d for d in deps if requirement_name(d) not in dropped] + [xllamacpp_pin(pyproject)]
 
 
 def no_compiler_env(shims: Path, base: dict[str, str]) -> dict[str, str]:
@@ -105,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     env = no_compiler_env(out / "shims", dict(os.environ))
     reqs = out / "requirements.txt"
     reqs.write_text("\n".join(requirements(REPO / "pyproject.toml")) + "\n", encoding="utf-8")
-    result: dict[str, object] = {"xllamacpp": XLLAMACPP, "compilers_shadowed": list(COMPILERS)}
+    result: dict[str, object] = {"xllamacpp": xllamacpp_pin(REPO / "pyproject.toml"),
+                                 "compilers_shadowed": list(COMPILERS)}
 
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", str(out / "venv")], check=True, env=env, timeout=300)
