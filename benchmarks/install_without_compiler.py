@@ -6,8 +6,8 @@ then answer one bundled question with the embedded model through it (issue 83). 
 
 The variant it installs, since the product's default engine is still llama-cpp-python: every pinned dependency of
 ``pyproject.toml`` except ``llama-cpp-python``, plus ``xllamacpp`` (pinned once, in the ``dev`` extra:
-:func:`xllamacpp_pin`), then the project itself with ``--no-deps`` (from a copy of its sources, so the checkout gains no build folder). Once the default switches, the
-same check is ``pip install .`` alone.
+:func:`xllamacpp_pin`), then the project itself with ``--no-deps`` (from a copy of its sources, so the checkout
+gains no build folder). Once the default switches, the same check is ``pip install .`` alone.
 
 No compiler: ``PATH`` starts with a folder where ``cc``, ``gcc``, ``c++``, ``g++``, ``clang``, ``clang++``,
 ``cmake``, ``ninja`` and ``make`` all fail, and ``CC=false CXX=false CMAKE=false``; a package that needed building
