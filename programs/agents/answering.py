@@ -78,7 +78,7 @@ def no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifie
         check = record.checks[closest] if closest else last
         findings = "; ".join(check.errors) if check is not None and check.errors else ""
         reason = (f"{'refused, the draft is not a read-only query: ' if refused else ''}no query passed the validator"
-                  + (f" ({findings})" if findings else "") + f"; {reason}")
+                  + (f" ({findings})" if findings else "") + (f"; {reason}" if reason else ""))
         return Answer(question=record.question, status=Status.REFUSED if refused else Status.FAILED, reason=reason,
                       drafts=drafts, tables=record.tables, readings=record.readings(closest, []), steps=record.steps,
                       metrics=metrics, basis=ESTIMATED if verifier is not None else "",

@@ -380,10 +380,10 @@ class ReActAgent(Text2SQLProgram):
     def _repaired(self, record: Record, view: SchemaView, drafts: int) -> Answer:
         """No drafted query validated: the repair loop's query where it takes steps and finds a valid one; else no
         query, and why."""
-        from text2sql_dspy.programs.agents.repair import repair, step_limit_reached  # only where nothing validated
+        from text2sql_dspy.programs.agents.repair import repair  # only where nothing validated
 
         steps = self.max_repair_steps
-        reason = step_limit_reached(steps)
+        reason = ""  # the loop is off: the findings say why
         if steps > 0:
             agent = self.repair or self._repair_agent()  # an LM configured after the program was built takes steps
             sql, reason = repair(agent, record, view, steps, retrieval_type=self.retrieval_type)
