@@ -28,14 +28,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from text2sql_dspy.optimize.metrics import compare_execution
-from text2sql_dspy.programs.query.dialect_repair import DIALECT
-from text2sql_dspy.programs.query.repairs import AMBIGUOUS, NEAR, OTHER, TABLE, repairs
+from text2sql_dspy.programs.query.repairs import KINDS, repairs
 from text2sql_dspy.programs.query.results import Scoring
 from text2sql_dspy.programs.source import open_source
 
 HELD_OUT = ("spider-public", "sparc-public", "bird-public", "cosql-dev", "spider-dev", "sparc-dev", "bird-dev",
             "spider-test")
-KINDS = (DIALECT, NEAR, OTHER, TABLE, AMBIGUOUS)
 
 
 def refuse_held_out(paths: Sequence[Path]) -> None:

@@ -18,7 +18,7 @@ from text2sql_dspy import bundled_database
 from text2sql_dspy.programs.catalog.catalog import Catalog, Column, Table
 from text2sql_dspy.programs.query.dialect_repair import DIALECT, Repair, dialect_readings, dialect_repair
 from text2sql_dspy.programs.query.findings import Finding, Kind
-from text2sql_dspy.programs.query.repairs import AMBIGUOUS, NEAR, OTHER, TABLE, repairs
+from text2sql_dspy.programs.query.repairs import AMBIGUOUS, JOIN, NEAR, OTHER, TABLE, repairs
 from text2sql_dspy.programs.query.validator import SQLValidator
 from text2sql_dspy.programs.source import open_source
 
@@ -95,6 +95,17 @@ def _repairs(sql: str) -> list[Repair]:
       "JOIN shipments AS T3 ON T3.order_id = T2.order_id",
       "SELECT T3.city FROM customers AS T1 JOIN orders AS T2 ON T1.customer_id = T2.customer_id "
       "JOIN shipments AS T3 ON T3.order_id = T2.order_id"]),
+    # missing join: a column of a table one declared key away, joined and read; a lookup first, never the key itself
+    ("SELECT T1.shipped_at FROM orders AS T1 WHERE T1.total > 10", JOIN,
+     ["SELECT T2.shipped_at FROM orders AS T1 JOIN shipments AS T2 ON T2.order_id = T1.order_id WHERE T1.total > 10"]),
+    ("SELECT total FROM shipments WHERE shipped_at > '2024'", JOIN,
+     ["SELECT orders.total FROM shipments JOIN orders ON orders.order_id = shipments.order_id "
+      "WHERE shipped_at > '2024'"]),
+    ("SELECT total, customer_id FROM shipments WHERE shipped_at > '2024'", JOIN,  # two names, one join
+     ["SELECT orders.total, orders.customer_id FROM shipments JOIN orders ON orders.order_id = shipments.order_id "
+      "WHERE shipped_at > '2024'"]),
+    ("SELECT T1.email FROM users AS T1 WHERE T1.label = 'France'", JOIN,
+     ["SELECT T1.email FROM users AS T1 JOIN country AS T2 ON T2.code = T1.country_code WHERE T2.label = 'France'"]),
 ])
 def test_names_are_repaired(sql: str, kind: str, expected: list[str]) -> None:
     found = _repairs(sql)
@@ -112,6 +123,7 @@ def test_names_are_repaired(sql: str, kind: str, expected: list[str]) -> None:
     "SELECT T1.name FROM customers AS T1 JOIN shipments AS T2 ON T1.customer_id = T2.customer_id",
     # T2.customer_id -> T1.customer_id would join a table with itself: ON T1.customer_id = T1.customer_id
     "SELECT T1.name, T1.nothing_like_it FROM users AS T1",  # no fix for one name: no reading
+    "SELECT T1.name FROM customers AS T1 WHERE T1.shipped_at > '2024'",  # shipments is two keys away: no join
 ])
 def test_names_that_are_not_repaired(sql: str) -> None:
     assert _repairs(sql) == []
@@ -147,6 +159,15 @@ DIALECT_CASES = [
     ("mysql", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),  # MySQL reads no 'none'
     ("mysql", "SELECT DATE_PART('hour', ts) FROM t", "SELECT EXTRACT(HOUR FROM ts) FROM t"),
     ("mysql", "SELECT DATEDIFF(day, a, b) FROM t", "SELECT DATEDIFF(CAST(b AS DATETIME), CAST(a AS DATETIME)) FROM t"),
+    ("sqlite", "SELECT EXTRACT(QUARTER FROM ts) FROM t",
+     "SELECT ((CAST(STRFTIME('%m', ts) AS INTEGER) + 2) / 3) FROM t"),
+    ("sqlite", "SELECT x FROM t WHERE ts <= CURRENT_TIMESTAMP - INTERVAL 2 HOUR",
+     "SELECT x FROM t WHERE ts <= DATETIME(CURRENT_TIMESTAMP, '-2 hours')"),
+    ("sqlite", "SELECT x FROM t WHERE NOW() - INTERVAL '2 hours' BETWEEN ts AND NOW()",
+     "SELECT x FROM t WHERE DATETIME(CURRENT_TIMESTAMP, '-2 hours') BETWEEN ts AND CURRENT_TIMESTAMP"),
+    ("sqlite", "SELECT DATE_ADD(ts, INTERVAL 90 MINUTE) FROM t", "SELECT DATETIME(ts, '+90 minutes') FROM t"),
+    ("sqlite", "SELECT DATE_SUB(CURRENT_DATE, INTERVAL 1 WEEK) FROM t", "SELECT DATE(CURRENT_DATE, '-7 days') FROM t"),
+    ("sqlite", "SELECT ts + INTERVAL x DAY FROM t", "SELECT DATETIME(ts, x || ' days') FROM t"),
     ("duckdb", "SELECT TOP 2 name FROM t ORDER BY x DESC", "SELECT name FROM t ORDER BY x DESC LIMIT 2"),
     ("duckdb", "SELECT ISNULL(name, 'none') FROM t", "SELECT COALESCE(name, 'none') FROM t"),
     ("duckdb", "SELECT DATEDIFF(day, a, b) FROM t", "SELECT DATE_DIFF('DAY', a, b) FROM t"),
@@ -165,6 +186,7 @@ def test_a_query_is_written_for_its_dialect(dialect: str, sql: str, expected: st
     ("sqlite", "SELECT a || b FROM t WHERE x = 1"),  # nothing SQLite lacks: MySQL's reading (OR) is not taken
     ("sqlite", "SELECT DATEDIFF(week, a, b) FROM t"),  # every reading writes with sqlglot's unsupported warning
     ("sqlite", "SELECT EXTRACT(WEEK FROM ts) FROM t"),  # no STRFTIME field is EXTRACT's WEEK
+    ("sqlite", "SELECT ts + INTERVAL 3 MICROSECOND FROM t"),  # no modifier of SQLite's counts microseconds
     ("sqlite", "SELECT name FROM t"),
 ])
 def test_a_transpile_that_would_change_the_meaning_is_refused(dialect: str, sql: str) -> None:
@@ -199,8 +221,14 @@ def test_the_written_query_runs_on_its_engine(dialect: str, sql: str, expected: 
             connection.execute(sql).fetchall()
         rows = connection.execute(expected).fetchall()
     assert rows
-    if "EXTRACT" in sql or "DATE_PART" in sql:
+    if "HOUR FROM" in sql or "DATE_PART" in sql:
         assert sorted(rows) == [(7,), (13,)]
+    if "QUARTER" in sql:
+        assert rows == [(1,), (1,)]
+    if "90 MINUTE" in sql:
+        assert rows == [("2024-03-01 14:34:05",), ("2024-03-02 08:30:00",)]
+    if "INTERVAL x DAY" in sql:
+        assert rows == [("2024-03-04 13:04:05",), ("2024-03-03 07:00:00",)]
 
 
 # --------------------------------------------------------------------------- the bundled database
@@ -246,6 +274,25 @@ def test_failed_login_attempts_on_users_counts_the_login_attempts_rows(saas, dra
     counts = dict(saas.database.execute("SELECT user_id, COUNT(*) FROM login_attempts GROUP BY user_id").rows)
     emails = dict(saas.database.execute("SELECT email, id FROM users").rows)
     assert ran.ok and len(ran.rows) == 10 and all(row[2] == counts[emails[row[1]]] for row in ran.rows)
+
+
+@pytest.mark.parametrize(("draft", "change", "joined"), [
+    # "Which webhooks belong to organizations that are past due?": organizations has no status; of the three tables
+    # that have one and refer to it, subscriptions' samples hold 'past_due'
+    ("SELECT w.id, w.url, o.name FROM webhooks w JOIN organizations o ON w.organization_id = o.id "
+     "WHERE o.status = 'past_due'", "`o.status` → `subscriptions.status`",
+     "JOIN subscriptions ON subscriptions.organization_id = o.id WHERE subscriptions.status = 'past_due'"),
+    # "How much API overage has been billed in total, per currency?": the currency is the invoice's
+    ("SELECT SUM(amount_cents) / 100 AS total, currency FROM invoice_items WHERE item_type = 'overage' "
+     "GROUP BY currency", "`currency` → `invoices.currency`",
+     "FROM invoice_items JOIN invoices ON invoices.id = invoice_items.invoice_id"),
+])
+def test_a_column_of_an_unread_table_is_joined_along_its_key(saas, draft: str, change: str, joined: str) -> None:
+    check = saas.validator.validate(draft)
+    assert [f.kind for f in check.findings if f.is_error] == [Kind.UNKNOWN_COLUMN]
+    first, *_ = repairs(check.sql, check.findings, saas.catalog, saas.dialect)
+    assert first.kind == JOIN and first.changes[0].startswith(change) and joined in first.sql
+    assert saas.validator.validate(first.sql).valid and saas.database.execute(first.sql).ok
 
 
 # --------------------------------------------------------------------------- benchmarks/repair_firings.py

@@ -5,7 +5,8 @@ the program made it, so that it never reads "likely right".
 - :func:`regrouped`: a query of one table ranked by an aggregate it has no group for, grouped
   (:func:`~..query.grouping.regrouped_readings`);
 - :func:`mended`: a refused query's mechanical repairs (:func:`~..query.repairs.repairs`: a name a character or a
-  table away, a table named as a column, an ambiguous column, another dialect's syntax).
+  table away, a table named as a column, an ambiguous column, a column of a table one key away, another dialect's
+  syntax).
 """
 
 from __future__ import annotations
@@ -49,10 +50,10 @@ def regrouped(record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
 
 def mended(record: Record, pool: dict[str, Candidate]) -> list[Candidate]:
     """For each drafted query the validator refused, in order, its mechanical repairs (:func:`~..query.repairs.
-    repairs`: a name a character or a table away, a table named as a column, an ambiguous column, another
-    dialect's syntax) that check: each a reading of its own with one vote and a warning that says what the
-    program changed, so that it never reads "likely right". No model call; a redraft comes only where none
-    checks."""
+    repairs`: a name a character or a table away, a table named as a column, an ambiguous column, a column of a
+    table one key away, another dialect's syntax) that check: each a reading of its own with one vote and a warning
+    that says what the program changed, so that it never reads "likely right". No model call; a redraft comes only
+    where none checks."""
     from text2sql_dspy.programs.query.repairs import repairs  # only a question whose every draft was refused needs it
 
     source, mended = record.source, []

@@ -34,7 +34,7 @@ class Repair:
 
     sql: str
     changes: tuple[str, ...]
-    kind: str  # DIALECT, NEAR, OTHER, TABLE or AMBIGUOUS (a reading that mends several names: the first one's)
+    kind: str  # one of repairs.KINDS (a reading that mends several names: the first one's)
 
 
 _LACKS = {  # what an engine lacks, that sqlglot writes as it is (SQLite before 3.44: CONCAT) or as the engine has it
@@ -164,8 +164,25 @@ def _native(tree: exp.Expr, sql: str, dialect: str, notes: list[str]) -> exp.Exp
     :class:`UnsupportedError` where that would change the result (a field STRFTIME does not give)."""
     if dialect != "sqlite":
         return tree
-    for node in list(tree.find_all(exp.Extract, exp.Hour, exp.Minute, exp.Second)):
+    for node in list(tree.find_all(exp.Anonymous)):
+        if node.name.upper() in _NOW and not node.expressions:
+            _note(notes, f"{node.name.upper()}() written for SQLite")
+            node.replace(exp.CurrentTimestamp())
+    for node in list(tree.find_all(exp.Add, exp.Sub, exp.DateAdd, exp.DateSub)):
+        if (moved := _shifted(node)) is not None:
+            said = "INTERVAL" if isinstance(node, exp.Add | exp.Sub) else _label(node, sql)
+            _note(notes, f"{said} written for SQLite")
+            node.replace(moved)
+    for node in list(tree.find_all(exp.Extract, exp.Quarter, exp.Hour, exp.Minute, exp.Second)):
         unit = node.this.name.upper() if isinstance(node, exp.Extract) else node.key.upper()
+        if unit == "QUARTER":  # months 1-3: 1, ..., 10-12: 4
+            _note(notes, _label(node, sql) + " written for SQLite")
+            month = exp.Cast(this=exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string("%m"), (
+                node.expression if isinstance(node, exp.Extract) else node.this).copy()]),
+                to=exp.DataType.build("INTEGER"))
+            node.replace(exp.Paren(this=exp.Div(this=exp.Paren(this=exp.Add(
+                this=month, expression=exp.Literal.number(2))), expression=exp.Literal.number(3), typed=True)))
+            continue
         if unit not in _STRFTIME:
             raise UnsupportedError(f"no STRFTIME field for {unit}")
         _note(notes, _label(node, sql) + " written for SQLite")
@@ -179,6 +196,58 @@ def _native(tree: exp.Expr, sql: str, dialect: str, notes: list[str]) -> exp.Exp
             _note(notes, _label(node, sql) + " written for SQLite")
             node.replace(reduce(lambda a, b: exp.DPipe(this=a, expression=b), parts))
     return tree
+
+
+def _shifted(node: exp.Expr) -> exp.Expr | None:
+    """Date arithmetic (``x - INTERVAL 2 HOUR``, ``DATE_ADD(x, INTERVAL 7 DAY)``, T-SQL's ``DATEADD``) as SQLite's
+    ``DATETIME(x, '-2 hours')`` (``DATE`` on a date: ``CURRENT_DATE``, ``DATE(...)``); None where ``node`` is no such
+    arithmetic. Raises :class:`UnsupportedError` for a unit SQLite's modifiers lack."""
+    start, by = node.this, node.expression
+    if isinstance(node, exp.Add | exp.Sub) and not isinstance(by, exp.Interval):
+        return None
+    unit = node.args.get("unit") if not isinstance(by, exp.Interval) else by.args.get("unit")
+    amount = by.this if isinstance(by, exp.Interval) else by
+    negative = isinstance(node, exp.Sub | exp.DateSub)
+    if unit is None and isinstance(amount, exp.Literal) and amount.is_string:  # INTERVAL '2 hours', '1 year 2 months'
+        words = amount.this.split()
+        if len(words) % 2 or not words:
+            raise UnsupportedError(f"no SQLite modifier for INTERVAL '{amount.this}'")
+        parts = [(exp.Literal.number(words[i]), words[i + 1]) for i in range(0, len(words), 2)]
+    elif unit is not None:
+        parts = [(amount, unit.name)]
+    else:
+        return None
+    modifiers = [_modifier(value, name, negative) for value, name in parts]
+    dated = isinstance(start, exp.CurrentDate | exp.Date | exp.TsOrDsToDate)
+    return exp.Anonymous(this="DATE" if dated else "DATETIME", expressions=[start.copy(), *modifiers])
+
+
+_MODIFIER_UNITS = {"YEAR": ("years", 1), "QUARTER": ("months", 3), "MONTH": ("months", 1), "WEEK": ("days", 7),
+                   "DAY": ("days", 1), "HOUR": ("hours", 1), "MINUTE": ("minutes", 1), "SECOND": ("seconds", 1)}
+_NOW = frozenset({"NOW", "GETDATE", "SYSDATE", "SYSDATETIME", "LOCALTIMESTAMP"})  # SQLite's CURRENT_TIMESTAMP
+
+
+def _modifier(value: exp.Expr, unit: str, negative: bool) -> exp.Expr:
+    """SQLite's modifier for ``value`` ``unit`` s (``'-2 hours'``); where ``value`` is no number, one built in SQL."""
+    name = unit.upper().rstrip("S") if unit.upper() not in ("S", "SS") else "SECOND"
+    name = {"YY": "YEAR", "YYYY": "YEAR", "MM": "MONTH", "DD": "DAY", "D": "DAY", "HH": "HOUR", "MI": "MINUTE",
+            "N": "MINUTE", "WK": "WEEK", "WW": "WEEK", "QQ": "QUARTER"}.get(name, name)
+    if name not in _MODIFIER_UNITS:
+        raise UnsupportedError(f"no SQLite modifier for {unit}")
+    word, times = _MODIFIER_UNITS[name]
+    sign = -1 if negative else 1
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+        value, sign = value.this, -sign
+    if isinstance(value, exp.Literal):
+        try:
+            number = float(value.this) * sign * times
+        except ValueError as error:
+            raise UnsupportedError(f"no number in INTERVAL '{value.this}'") from error
+        return exp.Literal.string(f"{number:+g} {word}")
+    scaled = value.copy() if times == 1 else exp.Mul(this=exp.Paren(this=value.copy()),
+                                                     expression=exp.Literal.number(times))
+    signed = exp.Neg(this=exp.Paren(this=scaled)) if sign < 0 else scaled
+    return exp.DPipe(this=signed, expression=exp.Literal.string(f" {word}"))
 
 
 def _note(notes: list[str], note: str) -> None:
@@ -206,6 +275,11 @@ def _kept(sql: str, read: exp.Expr, source: str, written: str, dialect: str) -> 
     for node in read.find_all(exp.Func):
         if isinstance(form := node.args.get("format"), exp.Literal):
             named.pop((TokenType.STRING, form.this.lower()), None)
+    for node in read.find_all(exp.Interval, exp.DateAdd, exp.DateSub):  # an amount: a SQLite modifier's now
+        for amount in ([node.this] if isinstance(node, exp.Interval) else [node.expression, node.expression.this]):
+            if isinstance(amount, exp.Literal):  # INTERVAL 2 HOUR, '2' HOUR, '2 hours'
+                for key in [k for k in named if k[0] and k[1].split()[:1] == [amount.this.lower()]]:
+                    named.pop(key)
     return named <= _named(written, dialect, keywords)
 
 

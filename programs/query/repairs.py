@@ -14,6 +14,9 @@ kinds and their ``where`` (the name as written), and reads the rest off the pars
   ``COUNT(*)``); the other words (``failed``) are not applied, and the change says so;
 * **ambiguous**: an unqualified column that several tables of the FROM have: the table a declared key or a join's
   filter gives it first, then each other table;
+* **missing join**: a column no table of the FROM has, that a table it does not read has, one declared key away from
+  the table it was asked of (``o.status`` on organizations: ``subscriptions.status``, joined on its
+  ``organization_id``): that table joined along the key and its column read, a lookup (one row per row) first;
 * **dialect** (:func:`~.dialect_repair.dialect_readings`): a query its engine refuses for its dialect, read in
   another one and written in its own by sqlglot.
 
@@ -33,12 +36,13 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from text2sql_dspy.programs.catalog.catalog import Catalog, Table
-from text2sql_dspy.programs.query.dialect_repair import Repair, dialect_readings
+from text2sql_dspy.programs.query.dialect_repair import DIALECT, Repair, dialect_readings
 from text2sql_dspy.programs.query.findings import Finding, Kind
 
-__all__ = ["AMBIGUOUS", "NEAR", "OTHER", "TABLE", "repairs"]
+__all__ = ["AMBIGUOUS", "JOIN", "KINDS", "NEAR", "OTHER", "TABLE", "repairs"]
 
-NEAR, OTHER, TABLE, AMBIGUOUS = "near name", "other table", "table as column", "ambiguous"
+NEAR, OTHER, TABLE, AMBIGUOUS, JOIN = "near name", "other table", "table as column", "ambiguous", "missing join"
+KINDS = (DIALECT, NEAR, OTHER, TABLE, AMBIGUOUS, JOIN)  # every kind of repair, as :attr:`Repair.kind` names it
 
 
 def repairs(sql: str, findings: list[Finding], catalog: Catalog, dialect: str, *, cap: int = 3) -> list[Repair]:
@@ -130,7 +134,8 @@ def _fixes(scope: Scope, qualifier: str, name: str, catalog: Catalog, words: fro
         moves += [(1, NEAR, own[0], c) for c in _near(key, own[1], words)]
         moves += [(2, NEAR, a, c) for a, t in others for c in _near(key, t, words)]
         fixes = [(rank, kind, f"`{shown}` → `{a}.{c}`", _renamed(a, c)) for rank, kind, a, c in moves]
-        return fixes + _rows(scope, shown, key, [own], catalog)
+        rows = _rows(scope, shown, key, [own], catalog)
+        return fixes + rows + ([] if fixes or rows else _joins(scope, shown, key, [own], catalog))
     owners = [(a, t) for a, t in sources if t.column(name) is not None]
     if len(owners) > 1:
         owners = [(a, t) for a, t in owners if a.lower() in movable]
@@ -142,7 +147,8 @@ def _fixes(scope: Scope, qualifier: str, name: str, catalog: Catalog, words: fro
     qualify = len(sources) > 1
     fixes = [(1, NEAR, f"`{name}` → `{f'{a}.' if qualify else ''}{c}`", _renamed(a if qualify else "", c))
              for a, t in others for c in _near(key, t, words)]
-    return fixes + _rows(scope, shown, key, sources, catalog)
+    rows = _rows(scope, shown, key, sources, catalog)
+    return fixes + rows + ([] if fixes or rows else _joins(scope, shown, key, sources, catalog))
 
 
 def _read(select: exp.Select) -> list[exp.Expr]:
@@ -269,6 +275,54 @@ def _rows(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]],
     return fixes
 
 
+def _join_of(select: exp.Select, table: str, theirs: str, alias: str, mine: str) -> str | None:
+    """The alias under which ``select`` joins ``table`` on exactly ``<it>.theirs = alias.mine``, else None."""
+    for join in select.args.get("joins") or []:
+        on, joined = join.args.get("on"), join.this
+        if (isinstance(joined, exp.Table) and joined.name.lower() == table.lower() and isinstance(on, exp.EQ)
+                and on.sql().lower() == f"{joined.alias_or_name}.{theirs} = {alias}.{mine}".lower()):
+            return joined.alias_or_name
+    return None
+
+
+def _joins(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]], catalog: Catalog) -> list[Fix]:
+    """Column ``name`` (lower-case) read from a table this level does not read, joined to an ``anchors`` table by a
+    declared key: where the anchor refers to it (one row per anchor row) first, then where its rows refer to the
+    anchor; never the key it is joined on (that is the anchor's own column), nor for a name a join's ON reads (the new
+    join would come after it). Within each, a table whose column's samples hold a literal the query compares the name
+    with (``= 'past_due'``) comes first."""
+    ons = [join.args["on"] for join in scope.expression.args.get("joins") or [] if join.args.get("on") is not None]
+    if any(c.sql().lower() == shown.lower() for on in ons for c in on.find_all(exp.Column)):
+        return []
+    read = {s.name.lower() for s in scope.sources.values() if isinstance(s, exp.Table)}
+    compared = _compared(scope.expression, shown.lower())
+    lookups, referring = [], []
+    for table in catalog.tables:
+        column = table.column(name)
+        if column is None or table.name.lower() in read:
+            continue
+        for alias, anchor in anchors:
+            links = [(fk, col, lookups) for fk, ref, col in anchor.foreign_keys if ref.lower() == table.name.lower()]
+            links += [(col, fk, referring) for fk, ref, col in table.foreign_keys if ref.lower() == anchor.name.lower()]
+            for mine, theirs, kind in links:
+                if theirs.lower() != name:
+                    kind.append((3, JOIN, f"`{shown}` → `{table.name}.{column.name}`, joined on "
+                                 f"{table.name}.{theirs} = {alias}.{mine}",
+                                 _joined(table, theirs, (alias, anchor), mine, column.name), column))
+    held = lambda fix: not compared.isdisjoint(str(s).lower() for s in fix[-1].samples)  # noqa: E731
+    return [fix[:4] for fix in sorted(lookups, key=held, reverse=True) + sorted(referring, key=held, reverse=True)]
+
+
+def _compared(select: exp.Select, shown: str) -> set[str]:
+    """The literals (lower-case) ``select`` compares the column it writes as ``shown`` with (``=``, ``<>``, ``IN``)."""
+    literals = set()
+    for node in select.find_all(exp.EQ, exp.NEQ, exp.In):
+        sides = [node.this, *node.expressions] if isinstance(node, exp.In) else [node.this, node.expression]
+        if any(isinstance(c, exp.Column) and c.sql().lower() == shown for c in sides):
+            literals |= {c.this.lower() for c in sides if isinstance(c, exp.Literal)}
+    return literals
+
+
 def _joined(rows: Table, theirs: str, anchor: tuple[str, Table], mine: str, column: str | None) -> Action:
     """Read ``column`` of ``rows`` joined on ``rows.theirs = alias.mine`` (``anchor``: the alias and its table), or with
     no ``column``, count its rows: joined where an aggregate counts or sums the name, else by a correlated ``COUNT(*)``
@@ -280,7 +334,9 @@ def _joined(rows: Table, theirs: str, anchor: tuple[str, Table], mine: str, colu
             return node.parent.parent if isinstance(node.parent, exp.Distinct) else node.parent
 
         counted = [node for node in columns if column is None and isinstance(wrapper(node), exp.Count | exp.Sum)]
-        if column is not None or counted:
+        if column is not None and (same := _join_of(select, rows.name, theirs, alias, mine)):
+            joined = same  # another name read from the same join: the join once
+        elif column is not None or counted:
             taken = {t.alias_or_name.lower() for t in select.root().find_all(exp.Table)}
             styled = alias[:1].upper() == "T" and alias[1:].isdigit()  # T1, T2: the next free T<n>, else the name
             joined = next(n for i in itertools.count(1) if (n := f"T{i}" if styled else rows.name if i == 1
