@@ -11,7 +11,9 @@ fails gets :func:`~text2sql_dspy.programs.query.repairs.repairs`, and each repai
 valid, run and compared with the gold query (``compare_execution``, by the record's scoring). Readings stored as valid
 are taken as valid. It prints, per repair kind, the refused readings it fired on, the repaired readings it made, those
 that validate and those that are right; and, for the answers whose every reading is refused, how many a repair made
-answerable (a repaired reading validates) and right. It runs queries only, no model.
+answerable (a repaired reading validates) and right; and, for the answers with a valid reading of which none is
+right (``readings_correct``, where the file keeps it), how many a repaired reading of a refused one would make right.
+It runs queries only, no model.
 
 Training data only: a path that names a held-out set (``spider-public``, ``sparc-public``, ``bird-public``, a dev or
 test set) is refused.
@@ -81,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fired, made, valid, right = Counter(), Counter(), Counter(), Counter()
     questions = refused = rechecked_valid = 0
     all_refused = Counter()  # answers whose every reading is refused: in all, repaired, answerable, right
+    none_right = Counter()  # answers with a valid reading, none right (as stored): in all, a repaired reading right
     shown: Counter = Counter()
     for record, previous in records(args.files):
         questions += 1
@@ -120,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if readings and refused_here == len(readings):
             all_refused.update(["in all"] + ["repaired"] * repaired + ["answerable"] * answerable
                                + ["right"] * correct)
+        stored = record.get("readings_correct") or []
+        valid_stored = [right for reading, right in zip(readings, stored) if reading.get("valid")]
+        if len(stored) == len(readings) and valid_stored and not any(valid_stored):
+            none_right.update(["in all"] + ["right"] * correct)
 
     print(f"{questions} questions; {refused} readings refused by today's validator "
           f"({rechecked_valid} stored as refused now validate as today's program runs them)\n")
@@ -129,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'all':<16} {'':>9} {sum(made.values()):>9} {sum(valid.values()):>9} {sum(right.values()):>6}\n")
     print(f"answers whose every reading is refused: {all_refused['in all']}; a repair fired on "
           f"{all_refused['repaired']}, made {all_refused['answerable']} answerable and {all_refused['right']} right")
+    print(f"answers with a valid reading, none right (as stored, where the file keeps each reading's correctness): "
+          f"{none_right['in all']}; a repaired reading of a refused one is right on {none_right['right']}")
     return 0
 
 

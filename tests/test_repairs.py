@@ -314,17 +314,24 @@ def test_repair_firings_counts_what_fires_validates_and_is_right(tmp_path: Path,
          "gold": "SELECT total FROM orders ORDER BY total DESC LIMIT 1", "scoring": "spider",
          "answer": {"sql": "", "readings": [reading("SELECT TOP 1 total FROM orders ORDER BY total DESC")]},
          "readings_correct": [False]},
+        {"db_id": "shop", "index": 2, "question": "List the totals.", "gold": "SELECT total FROM orders",
+         "scoring": "spider", "answer": {"sql": "SELECT order_id FROM orders", "readings": [
+             {**reading("SELECT order_id FROM orders"), "valid": True}, reading("SELECT totl FROM orders")]},
+         "readings_correct": [False, False]},  # a valid reading, wrong; the refused one's repair is right
     ]
     file = tmp_path / "collected.jsonl.gz"
     with gzip.open(file, "wt", encoding="utf-8") as fh:
         fh.writelines(json.dumps(record) + "\n" for record in records)
     assert firings.main([str(file), "--data-root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("2 questions; 2 readings refused")
-    table = {line[:16].strip(): line[16:].split() for line in lines[3:9]}
-    assert table[DIALECT] == ["1", "1", "1", "1"] and table[NEAR] == ["1", "1", "1", "1"]
-    assert table[OTHER] == table[TABLE] == table[AMBIGUOUS] == ["0", "0", "0", "0"]
-    assert lines[-1] == "answers whose every reading is refused: 2; a repair fired on 2, made 2 answerable and 2 right"
+    assert lines[0].startswith("3 questions; 3 readings refused")
+    table = {line[:16].strip(): line[16:].split() for line in lines[3:10]}
+    assert table[DIALECT] == ["1", "1", "1", "1"] and table[NEAR] == ["2", "2", "2", "2"]
+    assert table[OTHER] == table[TABLE] == table[AMBIGUOUS] == table[JOIN] == ["0", "0", "0", "0"]
+    assert table["all"] == ["3", "3", "3"]
+    assert lines[-2] == "answers whose every reading is refused: 2; a repair fired on 2, made 2 answerable and 2 right"
+    assert lines[-1].startswith("answers with a valid reading, none right") and lines[-1].endswith(
+        ": 1; a repaired reading of a refused one is right on 1")
 
 
 def test_repair_firings_refuses_a_held_out_set(tmp_path: Path) -> None:
