@@ -71,113 +71,12 @@ def _slim(state: Any) -> Any:
     return state
 
 
-class DiskPrefixStore:
-    """KV states on disk, one ``<hash>.kv`` file each plus a small ``<hash>.ids.npy`` of its tokens."""
+class _StateFiles:
+    """KV states on disk, one ``<name><SUFFIX>`` file each plus ``<name>.ids.npy``, its prompt's token ids, written
+    once the state file is complete (so an id file always names a complete state file). Bounded in bytes, oldest used
+    first out; a state file without ids, or ids that cannot be read, is dropped."""
 
-    def __init__(self, folder: Path, *, n_ctx: int, capacity_bytes: int, min_new_tokens: int = 256):
-        self.folder = Path(folder)
-        self.n_ctx = n_ctx
-        self.capacity_bytes = capacity_bytes
-        self.min_new_tokens = min_new_tokens
-        self._index: dict[Path, np.ndarray] | None = None
-
-    @property
-    def index(self) -> dict[Path, np.ndarray]:
-        """Token ids of every entry on disk (read once, then kept up to date)."""
-        if self._index is None:
-            self._index = {}
-            for ids_file in self.folder.glob("*.ids.npy"):
-                try:
-                    self._index[ids_file.with_name(ids_file.name[: -len(".ids.npy")] + ".kv")] = np.load(ids_file)
-                except (OSError, ValueError, EOFError):  # EOFError: an empty file (a save killed mid-write)
-                    self._drop(ids_file.with_name(ids_file.name[: -len(".ids.npy")] + ".kv"))
-        return self._index
-
-    def best(self, key: Sequence[int]) -> tuple[Path | None, int]:
-        """The entry sharing the longest prefix with ``key``, and that length."""
-        return longest_prefix(self.index.items(), key)
-
-    def load(self, path: Path) -> Any | None:
-        """The state in ``path``, or None (and the entry deleted) if it cannot be read back exactly."""
-        import llama_cpp
-
-        try:
-            with open(path, "rb") as fh:
-                if fh.readline() != MAGIC:
-                    raise ValueError("not a text2sql KV state")
-                header = json.loads(fh.readline())
-                ids = np.frombuffer(fh.read(header["n_tokens"] * 4), dtype=np.intc)
-                scores = np.frombuffer(fh.read(header["n_vocab"] * 4), dtype=np.single).reshape(1, -1)
-                blob = fh.read(header["state_size"])
-            if (len(blob) != header["state_size"] or zlib.crc32(blob) != header["crc32"]
-                    or len(ids) != header["n_tokens"]):
-                raise ValueError("truncated or corrupt")
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
-            logger.info("KV cache entry %s unusable (%s); dropped", path.name, exc)
-            self._drop(path)
-            return None
-        input_ids = np.zeros(self.n_ctx, dtype=np.intc)
-        input_ids[: len(ids)] = ids
-        with contextlib.suppress(OSError):
-            os.utime(path)  # most recently used: evicted last
-        return llama_cpp.LlamaState(
-            input_ids=input_ids, scores=scores.copy(), n_tokens=int(header["n_tokens"]),
-            llama_state=blob, llama_state_size=int(header["state_size"]), seed=int(header.get("seed", 0)),
-        )
-
-    def maybe_save(self, key: Sequence[int], state: Any) -> bool:
-        """Write ``state`` if it brings ``min_new_tokens`` tokens no entry holds; True if written."""
-        if self.capacity_bytes <= 0 or len(key) - self.best(key)[1] < self.min_new_tokens:
-            return False
-        ids = np.asarray(state.input_ids[: state.n_tokens], dtype=np.intc)
-        name = hashlib.sha256(ids.tobytes()).hexdigest()[:32]
-        path = self.folder / f"{name}.kv"
-        header = {
-            "n_tokens": int(state.n_tokens), "n_vocab": int(state.scores.shape[-1]),
-            "state_size": int(state.llama_state_size), "crc32": zlib.crc32(state.llama_state), "seed": int(state.seed),
-        }
-        fh = None
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=self.folder, delete=False, suffix=".tmp") as fh:
-                fh.write(MAGIC + json.dumps(header).encode() + b"\n")
-                fh.write(ids.tobytes())
-                fh.write(np.asarray(state.scores[-1], dtype=np.single).tobytes())
-                fh.write(state.llama_state)
-            os.replace(fh.name, path)
-            np.save(path.with_name(f"{name}.ids.npy"), ids)
-        except OSError as exc:  # a full or read-only disk costs speed, never the answer
-            logger.warning("could not save a KV state to %s: %s", self.folder, exc)
-            if fh is not None:  # None: the folder could not be made, so no temporary file exists
-                with contextlib.suppress(OSError):
-                    os.unlink(fh.name)
-            return False
-        self.index[path] = ids
-        self._evict()
-        return True
-
-    def _evict(self) -> None:
-        entries = sorted(self.index, key=lambda p: p.stat().st_mtime if p.exists() else 0.0)
-        total = sum(p.stat().st_size for p in entries if p.exists())
-        while entries and total > self.capacity_bytes:
-            oldest = entries.pop(0)
-            total -= oldest.stat().st_size if oldest.exists() else 0
-            self._drop(oldest)
-
-    def _drop(self, path: Path) -> None:
-        for file in (path, path.with_name(path.name[: -len(".kv")] + ".ids.npy")):
-            with contextlib.suppress(OSError):
-                file.unlink()
-        if self._index is not None:
-            self._index.pop(path, None)
-
-
-class SlotFileStore:
-    """KV states on disk as the server's slot files: ``<name>.slot`` (written by the server's slot save) and
-    ``<name>.ids.npy`` (the prompt's token ids, written here once the save succeeded, so an id file always names a
-    complete slot file). Bounded in bytes, oldest used first out; a slot file without ids is dropped."""
-
-    SUFFIX = ".slot"
+    SUFFIX = ""
 
     def __init__(self, folder: Path, *, capacity_bytes: int, min_new_tokens: int = MIN_NEW_TOKENS):
         self.folder = Path(folder)
@@ -193,10 +92,10 @@ class SlotFileStore:
             for ids_file in self.folder.glob("*.ids.npy"):
                 name = ids_file.name[: -len(".ids.npy")]
                 try:
-                    if not self.slot_file(name).is_file():
-                        raise OSError("no slot file")
+                    if not self.data_file(name).is_file():
+                        raise OSError("no state file")
                     self._index[name] = np.load(ids_file)
-                except (OSError, ValueError, EOFError):
+                except (OSError, ValueError, EOFError):  # EOFError: an empty file (a save killed mid-write)
                     self.drop(name)
             for orphan in self.folder.glob(f"*{self.SUFFIX}"):  # a save whose ids were never written
                 if orphan.name[: -len(self.SUFFIX)] not in self._index:
@@ -204,16 +103,142 @@ class SlotFileStore:
                         orphan.unlink()
         return self._index
 
-    def slot_file(self, name: str) -> Path:
+    def data_file(self, name: str) -> Path:
         return self.folder / f"{name}{self.SUFFIX}"
 
-    def best(self, key: Sequence[int]) -> tuple[str | None, int]:
+    def best_name(self, key: Sequence[int]) -> tuple[str | None, int]:
         """The entry sharing the longest prefix with ``key``, and that length."""
         return longest_prefix(self.index.items(), key)
 
     def worth_saving(self, key: Sequence[int]) -> bool:
         """Whether ``key`` brings at least ``min_new_tokens`` tokens that no entry holds."""
-        return self.capacity_bytes > 0 and len(key) - self.best(key)[1] >= self.min_new_tokens
+        return self.capacity_bytes > 0 and len(key) - self.best_name(key)[1] >= self.min_new_tokens
+
+    def touch(self, name: str) -> None:
+        with contextlib.suppress(OSError):
+            os.utime(self.data_file(name))  # most recently used: evicted last
+
+    def _record(self, name: str, ids: np.ndarray) -> bool:
+        """Write the ids of a complete state file ``name`` (atomically), then keep the folder within its bound; False
+        (and the entry dropped) where the disk refuses."""
+        tmp = self.folder / f".{name}.ids.tmp.npy"
+        try:
+            np.save(tmp, ids)
+            os.replace(tmp, self.folder / f"{name}.ids.npy")
+        except OSError as exc:  # a full or read-only disk costs speed, never the answer
+            logger.warning("could not record a KV state in %s: %s", self.folder, exc)
+            self.drop(name)
+            return False
+        self.index[name] = ids
+        self._evict()
+        return True
+
+    def drop(self, name: str) -> None:
+        for file in (self.data_file(name), self.folder / f"{name}.ids.npy"):
+            with contextlib.suppress(OSError):
+                file.unlink()
+        if self._index is not None:
+            self._index.pop(name, None)
+
+    def _evict(self) -> None:
+        def stat(name: str) -> os.stat_result | None:
+            try:
+                return self.data_file(name).stat()
+            except OSError:
+                return None
+
+        stats = {name: stat(name) for name in self.index}
+        names = sorted(stats, key=lambda n: stats[n].st_mtime if stats[n] else 0.0)
+        total = sum(s.st_size for s in stats.values() if s)
+        while names and total > self.capacity_bytes:
+            oldest = names.pop(0)
+            total -= stats[oldest].st_size if stats[oldest] else 0
+            self.drop(oldest)
+
+
+class DiskPrefixStore(_StateFiles):
+    """llama-cpp-python's KV states: ``<hash>.kv`` (this module's format: its tokens, last logits and state, with a
+    checksum) beside ``<hash>.ids.npy``."""
+
+    SUFFIX = ".kv"
+
+    def __init__(self, folder: Path, *, n_ctx: int, capacity_bytes: int, min_new_tokens: int = MIN_NEW_TOKENS):
+        super().__init__(folder, capacity_bytes=capacity_bytes, min_new_tokens=min_new_tokens)
+        self.n_ctx = n_ctx
+
+    def best(self, key: Sequence[int]) -> tuple[Path | None, int]:
+        """The state file sharing the longest prefix with ``key``, and that length."""
+        name, length = self.best_name(key)
+        return (None if name is None else self.data_file(name)), length
+
+    def load(self, path: Path) -> Any | None:
+        """The state in ``path``, or None (and the entry deleted) if it cannot be read back exactly."""
+        import llama_cpp
+
+        name = path.name[: -len(self.SUFFIX)]
+        try:
+            with open(path, "rb") as fh:
+                if fh.readline() != MAGIC:
+                    raise ValueError("not a text2sql KV state")
+                header = json.loads(fh.readline())
+                ids = np.frombuffer(fh.read(header["n_tokens"] * 4), dtype=np.intc)
+                scores = np.frombuffer(fh.read(header["n_vocab"] * 4), dtype=np.single).reshape(1, -1)
+                blob = fh.read(header["state_size"])
+            if (len(blob) != header["state_size"] or zlib.crc32(blob) != header["crc32"]
+                    or len(ids) != header["n_tokens"]):
+                raise ValueError("truncated or corrupt")
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+            logger.info("KV cache entry %s unusable (%s); dropped", path.name, exc)
+            self.drop(name)
+            return None
+        input_ids = np.zeros(self.n_ctx, dtype=np.intc)
+        input_ids[: len(ids)] = ids
+        self.touch(name)
+        return llama_cpp.LlamaState(
+            input_ids=input_ids, scores=scores.copy(), n_tokens=int(header["n_tokens"]),
+            llama_state=blob, llama_state_size=int(header["state_size"]), seed=int(header.get("seed", 0)),
+        )
+
+    def maybe_save(self, key: Sequence[int], state: Any) -> bool:
+        """Write ``state`` if it brings ``min_new_tokens`` tokens no entry holds; True if written."""
+        if not self.worth_saving(key):
+            return False
+        ids = np.asarray(state.input_ids[: state.n_tokens], dtype=np.intc)
+        name = hashlib.sha256(ids.tobytes()).hexdigest()[:32]
+        header = {
+            "n_tokens": int(state.n_tokens), "n_vocab": int(state.scores.shape[-1]),
+            "state_size": int(state.llama_state_size), "crc32": zlib.crc32(state.llama_state), "seed": int(state.seed),
+        }
+        fh = None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.folder, delete=False, suffix=".tmp") as fh:
+                fh.write(MAGIC + json.dumps(header).encode() + b"\n")
+                fh.write(ids.tobytes())
+                fh.write(np.asarray(state.scores[-1], dtype=np.single).tobytes())
+                fh.write(state.llama_state)
+            os.replace(fh.name, self.data_file(name))
+        except OSError as exc:  # a full or read-only disk costs speed, never the answer
+            logger.warning("could not save a KV state to %s: %s", self.folder, exc)
+            if fh is not None:  # None: the folder could not be made, so no temporary file exists
+                with contextlib.suppress(OSError):
+                    os.unlink(fh.name)
+            return False
+        return self._record(name, ids)
+
+
+class SlotFileStore(_StateFiles):
+    """The xllamacpp server's KV states: ``<name>.slot`` (written by the server's slot save) beside
+    ``<name>.ids.npy`` (written here once the save succeeded)."""
+
+    SUFFIX = ".slot"
+
+    def slot_file(self, name: str) -> Path:
+        return self.data_file(name)
+
+    def best(self, key: Sequence[int]) -> tuple[str | None, int]:
+        """The entry sharing the longest prefix with ``key``, and that length."""
+        return self.best_name(key)
 
     @staticmethod
     def name_for(key: Sequence[int]) -> str:
@@ -221,48 +246,7 @@ class SlotFileStore:
 
     def added(self, name: str, key: Sequence[int]) -> None:
         """Record the ids of a slot file the server has just written, then keep the folder within its bound."""
-        ids = np.asarray(key, dtype=np.int32)
-        tmp = self.folder / f".{name}.ids.tmp.npy"
-        try:
-            np.save(tmp, ids)
-            os.replace(tmp, self.folder / f"{name}.ids.npy")
-        except OSError as exc:
-            logger.warning("could not record a KV state in %s: %s", self.folder, exc)
-            self.drop(name)
-            return
-        self.index[name] = ids
-        self._evict()
-
-    def touch(self, name: str) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.slot_file(name))  # most recently used: evicted last
-
-    def _evict(self) -> None:
-        def mtime(name: str) -> float:
-            try:
-                return self.slot_file(name).stat().st_mtime
-            except OSError:
-                return 0.0
-
-        def size(name: str) -> int:
-            try:
-                return self.slot_file(name).stat().st_size
-            except OSError:
-                return 0
-
-        names = sorted(self.index, key=mtime)
-        total = sum(size(n) for n in names)
-        while names and total > self.capacity_bytes:
-            oldest = names.pop(0)
-            total -= size(oldest)
-            self.drop(oldest)
-
-    def drop(self, name: str) -> None:
-        for file in (self.slot_file(name), self.folder / f"{name}.ids.npy"):
-            with contextlib.suppress(OSError):
-                file.unlink()
-        if self._index is not None:
-            self._index.pop(name, None)
+        self._record(name, np.asarray(key, dtype=np.int32))
 
 
 class PrefixCache:
