@@ -193,6 +193,13 @@ def test_a_transpile_that_would_change_the_meaning_is_refused(dialect: str, sql:
     assert dialect_readings(sql, dialect) == []
 
 
+def test_each_field_of_extract_is_said() -> None:
+    repair = dialect_repair("SELECT EXTRACT(YEAR FROM ts), EXTRACT(QUARTER FROM ts), EXTRACT(YEAR FROM a) FROM t",
+                            "sqlite")
+    assert repair is not None and repair.changes == ("EXTRACT(YEAR FROM ...) written for SQLite",
+                                                     "EXTRACT(QUARTER FROM ...) written for SQLite")
+
+
 def test_a_function_two_dialects_read_apart_gives_two_readings() -> None:
     """CONCAT ignores NULLs in PostgreSQL and SQLite 3.44 and gives NULL in MySQL: both, SQLite's own first."""
     assert [r.sql for r in dialect_readings("SELECT CONCAT(name, ' ', a) FROM t", "sqlite")] == [

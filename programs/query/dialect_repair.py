@@ -251,8 +251,9 @@ def _modifier(value: exp.Expr, unit: str, negative: bool) -> exp.Expr:
 
 
 def _note(notes: list[str], note: str) -> None:
-    """Add ``note`` unless a note already says what became of its function."""
-    if not any(said.startswith(note.partition("(")[0]) for said in notes):
+    """Add ``note`` unless a note already says what became of its function (of ``EXTRACT``, of its field)."""
+    function = note.partition(" FROM")[0] if note.startswith("EXTRACT(") else note.partition("(")[0]
+    if not any(said.startswith(function) for said in notes):
         notes.append(note)
 
 
