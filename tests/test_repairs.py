@@ -388,3 +388,4 @@ def test_nothing_mendable_keeps_the_closest_reading_unrun_for_a_person(tiny_db, 
     assert answer.chosen is not None and answer.chosen.sql == bad and not answer.chosen.valid
     assert answer.chosen.preview is None and "colour" in answer.reason
     assert "repair step limit" not in answer.reason, "no repair loop ran (V2's default): the findings say why"
+    assert "did not submit" not in answer.reason and answer.reason.startswith("no query passed the validator (")

@@ -68,10 +68,9 @@ def no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifie
     :data:`BEST_EFFORT_CAP` (with a ``verifier``: its probability so capped, worded as a query not submitted: never
     "likely right"); with none, no query at all, and the last one's findings as the reason (with a ``verifier``:
     worded as a query that failed validation: "likely wrong")."""
-    reason = reason or "the agent did not submit an answer"
     valid = [sql for sql, check in record.checks.items() if check.valid]
     metrics = metrics_of(record)
-    if not valid:
+    if not valid:  # the findings say why; ``reason`` (where a repair loop ran) says what it did
         last = list(record.checks.values())[-1] if record.checks else None
         refused = last is not None and last.dangerous
         closest = "" if refused else closest_reading(record)
@@ -98,7 +97,8 @@ def no_answer(record: Record, reason: str | None, drafts: int, verifier: Verifie
         inputs = verifier.inputs(follow_up=bool(record.previous), noted=bool(reading.warnings), submitted=False)
     return Answer(
         question=record.question, sql=sql, explanation="Best effort: the agent did not submit an answer.",
-        status=Status.ANSWERED, reason=reason, confidence=confidence, judge_score=judge_score, verdict_inputs=inputs,
+        status=Status.ANSWERED, reason=reason or "the agent did not submit an answer", confidence=confidence,
+        judge_score=judge_score, verdict_inputs=inputs,
         basis=ESTIMATED if inputs else "", drafts=drafts, tables=record.tables, readings=record.readings(sql, []),
         steps=record.steps, metrics=metrics,
     )
