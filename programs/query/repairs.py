@@ -296,21 +296,20 @@ def _joins(scope: Scope, shown: str, name: str, anchors: list[tuple[str, Table]]
         return []
     read = {s.name.lower() for s in scope.sources.values() if isinstance(s, exp.Table)}
     compared = _compared(scope.expression, shown.lower())
-    lookups, referring = [], []
+    found: list[tuple[bool, bool, Fix]] = []  # (a lookup, its samples hold a compared literal, the fix)
     for table in catalog.tables:
         column = table.column(name)
         if column is None or table.name.lower() in read:
             continue
+        held = not compared.isdisjoint(str(sample).lower() for sample in column.samples)
         for alias, anchor in anchors:
-            links = [(fk, col, lookups) for fk, ref, col in anchor.foreign_keys if ref.lower() == table.name.lower()]
-            links += [(col, fk, referring) for fk, ref, col in table.foreign_keys if ref.lower() == anchor.name.lower()]
-            for mine, theirs, kind in links:
-                if theirs.lower() != name:
-                    kind.append((3, JOIN, f"`{shown}` → `{table.name}.{column.name}`, joined on "
-                                 f"{table.name}.{theirs} = {alias}.{mine}",
-                                 _joined(table, theirs, (alias, anchor), mine, column.name), column))
-    held = lambda fix: not compared.isdisjoint(str(s).lower() for s in fix[-1].samples)  # noqa: E731
-    return [fix[:4] for fix in sorted(lookups, key=held, reverse=True) + sorted(referring, key=held, reverse=True)]
+            links = [(fk, col, True) for fk, ref, col in anchor.foreign_keys if ref.lower() == table.name.lower()]
+            links += [(col, fk, False) for fk, ref, col in table.foreign_keys if ref.lower() == anchor.name.lower()]
+            found += [(lookup, held, (3, JOIN, f"`{shown}` → `{table.name}.{column.name}`, joined on "
+                                      f"{table.name}.{theirs} = {alias}.{mine}",
+                                      _joined(table, theirs, (alias, anchor), mine, column.name)))
+                      for mine, theirs, lookup in links if theirs.lower() != name]
+    return [fix for *_, fix in sorted(found, key=lambda f: (not f[0], not f[1]))]  # stable: the catalog's order
 
 
 def _compared(select: exp.Select, shown: str) -> set[str]:
