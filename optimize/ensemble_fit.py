@@ -104,11 +104,13 @@ def _best(groups: Sequence[Group], scores: Sequence[float]) -> int:
     return min(range(len(groups)), key=lambda i: groups[i].rank(scores[i]))
 
 
-def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: float, scores: Scores) -> Replayed | None:
+def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: float, scores: Scores,
+           ranks: Scores | None = None) -> Replayed | None:
     """What V2 answers ``q`` with under ``policy`` (``programs/agents/react.py``): the first draft alone where the
     early model gives it ``early_sure`` or more and it is clear and returns rows; else the next generators in order,
     one draft each, until ``policy.budget`` drafts or the choice reaches ``policy.stop`` (from two drafts on); the
-    choice is clear of blocking findings and returns rows first, then shows no symptom, then the likeliest."""
+    choice is clear of blocking findings and returns rows first, then shows no symptom, then the likeliest (by
+    ``ranks`` where given: a chooser apart from the probability, whose choice the probability then stops at)."""
     order = drafted(q, policy.order)
     if not order:
         return None
@@ -121,11 +123,11 @@ def replay(q: Collected, policy: Policy, early_p: float | None, early_sure: floa
     for k in range(2, min(policy.budget, len(order)) + 1):
         groups, p = q.groups(order[:k]), scores(q, k)
         if groups and policy.stop is not None:
-            b = _best(groups, p)
+            b = _best(groups, ranks(q, k) if ranks else p)
             best = groups[b]
             if stops(p[b], policy.stop, blocked=best.blocked, nothing=best.nothing, symptom=best.symptom):
                 break
-    return _answered(q, order, min(max(k, 1), len(order), policy.budget), early_p, scores)
+    return _answered(q, order, min(max(k, 1), len(order), policy.budget), early_p, scores, ranks)
 
 
 def replay_samples(q: Collected, early_p: float | None, early_sure: float, scores: Scores) -> Replayed | None:
@@ -146,13 +148,14 @@ def replay_samples(q: Collected, early_p: float | None, early_sure: float, score
     return _answered(q, order, k, early_p, scores)
 
 
-def _answered(q: Collected, order: Sequence[str], k: int, early_p: float | None, scores: Scores) -> Replayed:
+def _answered(q: Collected, order: Sequence[str], k: int, early_p: float | None, scores: Scores,
+              ranks: Scores | None = None) -> Replayed:
     """V2's choice after the first ``k`` drafts of ``order`` (not settled by the first draft alone)."""
     groups = q.groups(order[:k])
     if not groups:
         return Replayed(False, k, q.cost(order[:k]), 0.0, False, True, (), False)
     p = scores(q, k) if k > 1 else [early_p or 0.0] * len(groups)
-    b = _best(groups, p)
+    b = _best(groups, ranks(q, k) if ranks and k > 1 else p)
     return Replayed(groups[b].right, k, q.cost(order[:k]), float(p[b]), False, groups[b].noted,
                     tuple(groups[b].reading.generators), q.any_right(order[:k]))
 

@@ -83,7 +83,7 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
     """Per question: its database, the early row (the greedy draft), the full rows (each judged result group), their
     texts (question, query, the query before it), and what V2's choice reads besides the probability: whether each
     group (``passed``) and the greedy draft (``early_passed``) is clear of blocking findings and returns rows, and
-    whether it carries a warning (``noted``, ``early_noted``)."""
+    whether it carries a warning (``noted``, ``early_noted``); and the groups' readings (``readings``)."""
     seen: set[tuple] = set()  # a question collected into two files (a shuffled pick among the first) counts once
     for file in files:
         records = [json.loads(line) for line in lines(file)]
@@ -115,6 +115,7 @@ def examples(files: list[Path], roots: list[Path]) -> Iterator[dict]:
                    "ranked": [(blocked(r), returns_nothing(r), symptomatic(r)) for r in groups],
                    "early_passed": first is not None and not blocked(first) and not returns_nothing(first),
                    "noted": [bool(r.warnings) for r in groups],
+                   "readings": groups,
                    "early_noted": first is not None and bool(first.warnings)}
 
 

@@ -63,6 +63,20 @@ def test_a_question_is_replayed_for_any_set_of_its_generators(tmp_path: Path) ->
     assert q3.cost(["draft", "pairs"]) == pytest.approx(4.0)
 
 
+def test_a_ranker_apart_from_the_probability_chooses_and_the_probability_of_its_choice_stops(tmp_path: Path) -> None:
+    q3 = next(q for q in collected([collection(tmp_path)]) if q.key[1] == 3)
+    # after draft and pairs: the group of WRONG first, then RIGHT's
+    likelier_wrong = lambda q, k: [0.9, 0.4][: len(q.groups(ORDER[:k]))]  # noqa: E731
+    ranks_right = lambda q, k: [0.1, 0.8][: len(q.groups(ORDER[:k]))]  # noqa: E731
+    policy = ensemble_fit.Policy(ORDER, budget=2, stop=None)
+    assert not ensemble_fit.replay(q3, policy, None, 1.0, likelier_wrong).right
+    chosen = ensemble_fit.replay(q3, policy, None, 1.0, likelier_wrong, ranks_right)
+    assert chosen.right and chosen.p == pytest.approx(0.4)  # the probability is the chosen group's own
+    stopping = ensemble_fit.Policy(ORDER, budget=5, stop=0.5)
+    assert ensemble_fit.replay(q3, stopping, None, 1.0, likelier_wrong).drafts == 2  # WRONG's 0.9 stops
+    assert ensemble_fit.replay(q3, stopping, None, 1.0, likelier_wrong, ranks_right).drafts > 2  # RIGHT's 0.4 does not
+
+
 def test_the_fit_chooses_a_policy_and_writes_the_same_bytes_twice(tmp_path: Path) -> None:
     files = [str(collection(tmp_path))]
     base = Path(__file__).resolve().parents[1] / "programs" / "agents" / "verifier.json"
