@@ -163,7 +163,8 @@ def replay_generators(questions: Sequence[Collected], names: tuple[str, ...], po
     for seed in seeds:
         shipped = as_scores(dict(zip(keys, out_of_fold(rows, dbs, names, seed), strict=True)))
         for design, (extra, pairwise) in DESIGNS.items():
-            scored = as_scores(dict(zip(keys, out_of_fold(rows, dbs, (*names, *extra), seed, pairwise), strict=True)))
+            scored = shipped if not extra and not pairwise else as_scores(
+                dict(zip(keys, out_of_fold(rows, dbs, (*names, *extra), seed, pairwise), strict=True)))
             scores, ranks = (shipped, scored) if pairwise else (scored, None)
             for policy in policies:
                 answers = [ensemble_fit.replay(q, policy, e, base_sure if policy.settle is None else policy.settle,
