@@ -24,6 +24,7 @@ both_rules = script("benchmarks/both_rules.py")
 target_counts = script("benchmarks/target_counts.py")
 shared_turns = script("benchmarks/shared_turns.py")
 split_by_turn = script("benchmarks/split_by_turn.py")
+split_parts = script("benchmarks/split_parts.py")
 keyword_rankings = script("benchmarks/keyword_rankings.py")
 readings_table = script("benchmarks/readings_table.py")
 
@@ -179,6 +180,25 @@ def test_shared_turns_cuts_both_arms_to_the_turns_both_answered(tmp_path: Path) 
         folder = tmp_path / "cut" / arm / "sparc"
         rows = [json.loads(line) for line in gzip.open(folder / "records.jsonl.gz", "rt")]
         assert [r["index"] for r in rows] == [0, 2] and (folder / "run.json").is_file()
+
+
+def test_split_parts_cuts_a_tail_and_joins_the_parts_as_the_original_split(tmp_path: Path, benchmarks: Path) -> None:
+    sparc, dest = benchmarks / "sparc-public", tmp_path / "tail"
+    assert split_parts.main(["tail", str(sparc), "dev", "1", str(dest)]) == 0
+    assert [c["interaction"][0]["utterance"] for c in json.loads((dest / "dev.json").read_text())] == ["c1t0"]
+    head = write_run(tmp_path / "head", [{"index": i, "question": f"c0t{i}", "interaction": 0, "turn": i}
+                                         for i in (0, 1)])
+    rest = write_run(tmp_path / "rest", [{"index": 1, "question": "c1t1", "interaction": 0, "turn": 1}], packed=False)
+    joined = tmp_path / "joined"
+    assert split_parts.main(["join", str(sparc), "dev", str(joined), f"{head}@0", f"{rest}@1"]) == 0
+    rows = [json.loads(line) for line in (joined / "records.jsonl").read_text().splitlines()]
+    assert [(r["index"], r["interaction"], r["question"]) for r in rows] == [
+        (0, 0, "c0t0"), (1, 0, "c0t1"), (3, 1, "c1t1")]
+    assert (joined / "run.json").read_text() == (head / "run.json").read_text()
+    with pytest.raises(SystemExit, match="is not question 1 of"):  # the tail's first item given wrong
+        split_parts.join(sparc, "dev", tmp_path / "wrong", [(rest, 0)])
+    with pytest.raises(SystemExit, match="answered by two parts"):
+        split_parts.join(sparc, "dev", tmp_path / "twice", [(head, 0), (head, 0)])
 
 
 def test_split_by_turn_groups_turns_by_kind_and_calls() -> None:
