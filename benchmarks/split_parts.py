@@ -35,12 +35,17 @@ def questions(item: dict) -> list[str]:
     return [item["question"]]
 
 
+def questions_before(found: list[dict], first: int) -> int:
+    """How many questions (turns) the items before item ``first`` hold: the first question's index in the split."""
+    return sum(len(questions(item)) for item in found[:first])
+
+
 def tail(data: Path, split: str, first: int, dest: Path) -> int:
     """Write the split's items from ``first`` on as DEST/SPLIT.json; how many questions come before them."""
     found = items(data, split)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / f"{split}.json").write_text(json.dumps(found[first:]), encoding="utf-8")
-    return sum(len(questions(item)) for item in found[:first])
+    return questions_before(found, first)
 
 
 def renumbered(record: dict, offset: int, first: int) -> dict:
@@ -59,7 +64,7 @@ def join(data: Path, split: str, dest: Path, parts: list[tuple[Path, int]]) -> i
     original = [q for item in found for q in questions(item)]
     joined: dict[tuple[str, int], dict] = {}
     for run, first in parts:
-        offset = sum(len(questions(item)) for item in found[:first])
+        offset = questions_before(found, first)
         for record in load_records(run / "records.jsonl").values():
             moved = renumbered(record, offset, first)
             key = (moved["program"], moved["index"])
